@@ -1,0 +1,225 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/controller/rootcapublisher"
+	"github.com/kcm/kcm/internal/controller/serviceaccount"
+)
+
+// Descriptor is one upstream controller: its name, its legacy alias, whether `*` enables it,
+// and how kcm sets it up (nil while kcm has not built it yet).
+type Descriptor struct {
+	Name              string
+	Aliases           []string
+	DisabledByDefault bool
+	// Setup registers the controller with ctx.Manager.
+	Setup func(ctx *Context) error
+	// Flags are the flags only this controller acts on, reported as ignored when it does not run.
+	Flags []string
+}
+
+// Built reports whether kcm implements the controller.
+func (d Descriptor) Built() bool { return d.Setup != nil }
+
+// Registry lists every controller of kube-controller-manager v1.37.1, in upstream's order
+// (cmd/kube-controller-manager/app/controller_descriptor.go).
+func Registry() []Descriptor {
+	return []Descriptor{
+		{Name: "serviceaccount-token-controller", Aliases: []string{"serviceaccount-token"}, Flags: []string{"concurrent-serviceaccount-token-syncs"}},
+		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Flags: []string{"concurrent-endpoint-syncs"}},
+		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Flags: []string{"concurrent-service-endpoint-syncs"}},
+		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}},
+		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Flags: []string{"concurrent-rc-syncs"}},
+		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}},
+		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Flags: []string{"concurrent-resource-quota-syncs"}},
+		{Name: "namespace-controller", Aliases: []string{"namespace"}, Flags: []string{"concurrent-namespace-syncs"}},
+		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Setup: setupServiceAccount},
+		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Flags: []string{"concurrent-gc-syncs"}},
+		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Flags: []string{"concurrent-daemonset-syncs"}},
+		{Name: "job-controller", Aliases: []string{"job"}, Flags: []string{"concurrent-job-syncs"}},
+		{Name: "podgroup-protection-controller"},
+		{Name: "deployment-controller", Aliases: []string{"deployment"}, Flags: []string{"concurrent-deployment-syncs"}},
+		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Flags: []string{"concurrent-replicaset-syncs"}},
+		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"}, Flags: []string{"concurrent-horizontal-pod-autoscaler-syncs"}},
+		{Name: "disruption-controller", Aliases: []string{"disruption"}},
+		{Name: "statefulset-controller", Aliases: []string{"statefulset"}, Flags: []string{"concurrent-statefulset-syncs"}},
+		{Name: "cronjob-controller", Aliases: []string{"cronjob"}, Flags: []string{"concurrent-cron-job-syncs"}},
+		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
+		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}},
+		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}},
+		{Name: "podcertificaterequest-cleaner-controller"},
+		{Name: "ttl-controller", Aliases: []string{"ttl"}},
+		{Name: "bootstrap-signer-controller", Aliases: []string{"bootstrapsigner"}, DisabledByDefault: true},
+		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
+		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
+		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle"}},
+		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}},
+		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
+		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
+		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}},
+		{Name: "persistentvolumeclaim-protection-controller", Aliases: []string{"pvc-protection"}},
+		{Name: "persistentvolume-protection-controller", Aliases: []string{"pv-protection"}},
+		{Name: "volumeattributesclass-protection-controller"},
+		{Name: "ttl-after-finished-controller", Aliases: []string{"ttl-after-finished"}, Flags: []string{"concurrent-ttl-after-finished-syncs"}},
+		{Name: "root-ca-certificate-publisher-controller", Aliases: []string{"root-ca-cert-publisher"}, Setup: setupRootCAPublisher, Flags: []string{"root-ca-file"}},
+		{Name: "kube-apiserver-serving-clustertrustbundle-publisher-controller"},
+		{Name: "ephemeral-volume-controller", Aliases: []string{"ephemeral-volume"}, Flags: []string{"concurrent-ephemeralvolume-syncs"}},
+		{Name: "storageversion-garbage-collector-controller", Aliases: []string{"storage-version-gc"}},
+		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}},
+		{Name: "resourcepoolstatusrequest-controller"},
+		{Name: "device-taint-eviction-controller"},
+		{Name: "legacy-serviceaccount-token-cleaner-controller", Aliases: []string{"legacy-service-account-token-cleaner"}},
+		{Name: "validatingadmissionpolicy-status-controller", Flags: []string{"concurrent-validating-admission-policy-status-syncs"}},
+		{Name: "taint-eviction-controller"},
+		{Name: "service-cidr-controller"},
+		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
+		{Name: "selinux-warning-controller", DisabledByDefault: true},
+	}
+}
+
+// Selection is the outcome of --controllers.
+type Selection struct {
+	// Enabled are the controllers to run, in registry order.
+	Enabled []Descriptor
+	// NotBuilt are enabled controllers kcm does not implement yet.
+	NotBuilt []string
+	// Disabled are the controllers that will not run.
+	Disabled []Descriptor
+}
+
+// Select applies upstream's --controllers syntax to the registry: "*" turns on every
+// controller that is on by default, "name" turns one on, "-name" turns it off; names and
+// aliases are both accepted. As upstream, the first entry naming a controller decides, and
+// "*" only decides for controllers no entry names. An unknown name is an error.
+func Select(registry []Descriptor, controllers []string) (Selection, error) {
+	canonical := map[string]string{}
+	for _, d := range registry {
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
+		}
+	}
+	star := false
+	explicit := map[string]bool{}
+	var unknown []string
+	for _, entry := range controllers {
+		entry = strings.TrimSpace(entry)
+		switch {
+		case entry == "*":
+			star = true
+		case entry == "":
+			continue
+		default:
+			on := !strings.HasPrefix(entry, "-")
+			name, ok := canonical[strings.TrimPrefix(entry, "-")]
+			if !ok {
+				unknown = append(unknown, entry)
+				continue
+			}
+			if _, seen := explicit[name]; !seen {
+				explicit[name] = on
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		known := make([]string, 0, len(canonical))
+		for _, d := range registry {
+			known = append(known, d.Name)
+		}
+		sort.Strings(known)
+		return Selection{}, fmt.Errorf("--controllers: unknown controller %s; known controllers: %s",
+			strings.Join(quoteAll(unknown), ", "), strings.Join(known, ", "))
+	}
+	var sel Selection
+	for _, d := range registry {
+		on, named := explicit[d.Name]
+		if !named {
+			on = star && !d.DisabledByDefault
+		}
+		if !on {
+			sel.Disabled = append(sel.Disabled, d)
+			continue
+		}
+		sel.Enabled = append(sel.Enabled, d)
+		if !d.Built() {
+			sel.NotBuilt = append(sel.NotBuilt, d.Name)
+		}
+	}
+	return sel, nil
+}
+
+// SetupEnabled sets up every enabled controller kcm has built, logs once the enabled ones it
+// has not built and the flags given that nothing acts on, and returns the names it set up.
+func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
+	logger := log.Log.WithName("controllers")
+	if len(sel.NotBuilt) > 0 {
+		logger.Info("Enabled controllers that kcm does not implement yet will not run", "controllers", sel.NotBuilt)
+	}
+	unusedFlags := map[string]bool{}
+	for _, d := range sel.Disabled {
+		for _, f := range d.Flags {
+			unusedFlags[f] = true
+		}
+	}
+	var started []string
+	for _, d := range sel.Enabled {
+		if !d.Built() {
+			for _, f := range d.Flags {
+				unusedFlags[f] = true
+			}
+			continue
+		}
+		if err := d.Setup(ctx); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
+		}
+		started = append(started, d.Name)
+	}
+	// A flag shared by a running and a stopped controller is still acted on.
+	for _, d := range sel.Enabled {
+		if d.Built() {
+			for _, f := range d.Flags {
+				delete(unusedFlags, f)
+			}
+		}
+	}
+	if ignored := ctx.Options.SetButIgnored(unusedFlags); len(ignored) > 0 {
+		logger.Info("Flags given that kcm does not act on", "flags", ignored)
+	}
+	logger.Info("Controllers set up", "controllers", started)
+	return started, nil
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
+
+func setupServiceAccount(ctx *Context) error {
+	cl, err := ctx.Client("service-account-controller")
+	if err != nil {
+		return err
+	}
+	r := &serviceaccount.Reconciler{Client: cl, Recorder: ctx.Recorder("serviceaccount-controller")}
+	return r.SetupWithManager(ctx.Manager, ctx.Workers("", 1))
+}
+
+func setupRootCAPublisher(ctx *Context) error {
+	rootCA, err := rootCA(ctx)
+	if err != nil {
+		return err
+	}
+	cl, err := ctx.Client("root-ca-cert-publisher")
+	if err != nil {
+		return err
+	}
+	r := &rootcapublisher.Reconciler{Client: cl, Recorder: ctx.Recorder("root-ca-certificate-publisher-controller"), RootCA: rootCA}
+	return r.SetupWithManager(ctx.Manager, ctx.Workers("", 1))
+}

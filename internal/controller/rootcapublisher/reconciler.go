@@ -1,0 +1,135 @@
+// Package rootcapublisher is upstream's root-ca-certificate-publisher-controller: every
+// namespace has the ConfigMap kube-root-ca.crt holding the cluster's CA bundle, and edits to
+// it are reverted.
+package rootcapublisher
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+const (
+	// ControllerName is upstream's name for this controller.
+	ControllerName = "root-ca-certificate-publisher-controller"
+	// ConfigMapName is the ConfigMap published in every namespace.
+	ConfigMapName = "kube-root-ca.crt"
+	// CAKey is the ConfigMap key holding the PEM bundle.
+	CAKey = "ca.crt"
+	// DescriptionAnnotation and Description are upstream's words on the ConfigMap.
+	DescriptionAnnotation = "kubernetes.io/description"
+	Description           = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
+		"No other usage is guaranteed across distributions of Kubernetes clusters."
+)
+
+// Reconciler publishes RootCA into one namespace.
+type Reconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	// RootCA is the PEM bundle to publish.
+	RootCA []byte
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+
+// Reconcile creates or repairs the namespace's kube-root-ca.crt.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if ns.Status.Phase == corev1.NamespaceTerminating {
+		return reconcile.Result{}, nil
+	}
+
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: ConfigMapName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, r.create(ctx, ns)
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+
+	want, changed := Desired(cm, r.RootCA)
+	if !changed {
+		return reconcile.Result{}, nil
+	}
+	if err := r.Client.Patch(ctx, want, client.MergeFrom(cm)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("updating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
+	}
+	log.FromContext(ctx).V(2).Info("Updated ConfigMap", "configMap", client.ObjectKeyFromObject(want))
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) create(ctx context.Context, ns *corev1.Namespace) error {
+	cm, _ := Desired(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: ConfigMapName}}, r.RootCA)
+	switch err := r.Client.Create(ctx, cm); {
+	case err == nil:
+		log.FromContext(ctx).V(2).Info("Created ConfigMap", "configMap", client.ObjectKeyFromObject(cm))
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		// The cache lagged behind; the update event of that ConfigMap brings us back.
+		return nil
+	case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil
+	default:
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "FailedCreate", "Create",
+			"Failed to create ConfigMap %q: %v", ConfigMapName, err)
+		return fmt.Errorf("creating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
+	}
+}
+
+// Desired returns cm as it should be, holding exactly rootCA under ca.crt and upstream's
+// description annotation, and whether that differs from cm. cm itself is not modified.
+func Desired(cm *corev1.ConfigMap, rootCA []byte) (*corev1.ConfigMap, bool) {
+	data := map[string]string{CAKey: string(rootCA)}
+	if equality.Semantic.DeepEqual(cm.Data, data) && cm.Annotations[DescriptionAnnotation] != "" {
+		return cm, false
+	}
+	want := cm.DeepCopy()
+	want.Data = data
+	if want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	want.Annotations[DescriptionAnnotation] = Description
+	return want, true
+}
+
+// SetupWithManager watches namespaces and changes to kube-root-ca.crt ConfigMaps.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
+	}
+	if len(r.RootCA) == 0 {
+		return fmt.Errorf("%s: no root CA to publish: set --root-ca-file or use a kubeconfig that names a CA", ControllerName)
+	}
+	rootCAChanged := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == ConfigMapName })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Namespace{}).
+		Watches(&corev1.ConfigMap{},
+			handler.EnqueueRequestsFromMapFunc(namespaceOf),
+			builder.WithPredicates(rootCAChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+func namespaceOf(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
+}

@@ -1,0 +1,172 @@
+// Package manager builds kcm's one controller-runtime Manager from the command line: the
+// shared cache, leader election on a Lease, and the HTTPS server for health and metrics.
+package manager
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kcm/kcm/internal/controller/rootcapublisher"
+	"github.com/kcm/kcm/internal/options"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Scheme knows every built-in API type.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// RESTConfig adapts the API server's configuration to the command line: content type,
+// rate limits of the shared informers' client, and kcm's User-Agent.
+func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.ContentType = opts.KubeAPIContentType
+	cfg.QPS = opts.KubeAPIQPS
+	cfg.Burst = int(opts.KubeAPIBurst)
+	cfg.RateLimiter = nil
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return cfg
+}
+
+// New returns the Manager. cfg should come from RESTConfig; mutate adjusts the options
+// last (tests use it, e.g. to skip controller-name validation).
+func New(cfg *rest.Config, opts *options.Options, mutate ...func(*ctrlmanager.Options)) (ctrlmanager.Manager, error) {
+	le := opts.LeaderElection
+	// Leader election renews through its own connection so that busy controllers never
+	// delay a renewal.
+	leCfg := rest.CopyConfig(cfg)
+	leCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+
+	checks := map[string]healthz.Checker{"ping": healthz.Ping}
+	mo := ctrlmanager.Options{
+		Scheme: Scheme(),
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				// Of all ConfigMaps, controllers need only the root CA bundles; caching every
+				// ConfigMap of the cluster would cost memory for nothing.
+				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootcapublisher.ConfigMapName)},
+			},
+		},
+		LeaderElection:                le.Enabled,
+		LeaderElectionResourceLock:    le.ResourceLock,
+		LeaderElectionID:              le.ResourceName,
+		LeaderElectionNamespace:       le.ResourceNamespace,
+		LeaderElectionConfig:          leCfg,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &le.LeaseDuration,
+		RenewDeadline:                 &le.RenewDeadline,
+		RetryPeriod:                   &le.RetryPeriod,
+		HealthProbeBindAddress:        "0",
+		Metrics:                       metricsOptions(opts, checks),
+	}
+	for _, m := range mutate {
+		m(&mo)
+	}
+	mgr, err := ctrlmanager.New(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// metricsOptions serves upstream's secure port: /metrics behind delegated authentication
+// and authorization, the health endpoints in --authorization-always-allow-paths open to all.
+func metricsOptions(opts *options.Options, checks map[string]healthz.Checker) metricsserver.Options {
+	if opts.SecurePort == 0 {
+		return metricsserver.Options{BindAddress: "0"}
+	}
+	health := &healthz.Handler{Checks: checks}
+	extra := map[string]http.Handler{}
+	for _, p := range []string{"/healthz", "/readyz", "/livez"} {
+		extra[p] = http.StripPrefix(p, health)
+		extra[p+"/"] = http.StripPrefix(p, health)
+	}
+	mo := metricsserver.Options{
+		SecureServing:  true,
+		BindAddress:    net.JoinHostPort(opts.BindAddress, strconv.Itoa(int(opts.SecurePort))),
+		ExtraHandlers:  extra,
+		FilterProvider: allowPaths(opts.AlwaysAllowPaths, filters.WithAuthenticationAndAuthorization),
+	}
+	if opts.TLSCertFile != "" {
+		mo.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
+			w, err := certwatcher.New(opts.TLSCertFile, opts.TLSKeyFile)
+			if err != nil {
+				// Fail every handshake with the reason rather than serve a certificate nobody chose.
+				c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, err }
+				return
+			}
+			c.GetCertificate = w.GetCertificate
+		}}
+	}
+	return mo
+}
+
+// allowPaths wraps a filter provider so that requests for the always-allowed paths (and
+// their sub-paths) skip authentication and authorization.
+func allowPaths(paths []string, provider func(*rest.Config, *http.Client) (metricsserver.Filter, error)) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	return func(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+		filter, err := provider(cfg, hc)
+		if err != nil {
+			return nil, err
+		}
+		return func(log logr.Logger, handler http.Handler) (http.Handler, error) {
+			guarded, err := filter(log, handler)
+			if err != nil {
+				return nil, err
+			}
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if AlwaysAllowed(paths, r.URL.Path) {
+					handler.ServeHTTP(w, r)
+					return
+				}
+				guarded.ServeHTTP(w, r)
+			}), nil
+		}, nil
+	}
+}
+
+// AlwaysAllowed reports whether path is one of paths; an entry ending in "*" matches by
+// prefix, as upstream's --authorization-always-allow-paths does.
+func AlwaysAllowed(paths []string, path string) bool {
+	if slices.Contains(paths, path) {
+		return true
+	}
+	for _, p := range paths {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,239 @@
+// Package options holds kcm's command line: upstream kube-controller-manager's flags, with
+// upstream's names and defaults. Every flag upstream v1.37 accepts is accepted, so existing
+// manifests keep working; those kcm does not act on yet are reported, never rejected.
+package options
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options is the parsed command line.
+type Options struct {
+	// Kubeconfig and Master say how to reach the API server; both empty means in-cluster.
+	Kubeconfig string
+	Master     string
+
+	// Controllers is upstream's --controllers list: "*", "name", "-name", names or aliases.
+	Controllers []string
+
+	KubeAPIQPS         float32
+	KubeAPIBurst       int32
+	KubeAPIContentType string
+
+	LeaderElection LeaderElection
+
+	// SecurePort and BindAddress serve /healthz, /readyz, /livez and /metrics over HTTPS,
+	// as upstream does on 10257; SecurePort 0 turns the server off.
+	SecurePort  int32
+	BindAddress string
+	TLSCertFile string
+	TLSKeyFile  string
+	// AlwaysAllowPaths are served without authentication or authorization.
+	AlwaysAllowPaths []string
+
+	// RootCAFile is published as kube-root-ca.crt; empty means the CA of the kubeconfig.
+	RootCAFile string
+
+	// Verbosity is upstream's -v; LoggingFormat is "text" or "json".
+	Verbosity     int
+	LoggingFormat string
+	// Version is --version: "false", or anything else to print the version and quit.
+	Version string
+
+	// Concurrency maps each --concurrent-*-syncs flag name to its parsed value.
+	Concurrency map[string]*int32
+
+	fs *pflag.FlagSet
+	// accepted names the upstream flags registered only so they parse.
+	accepted map[string]bool
+}
+
+// LeaderElection mirrors upstream's --leader-elect-* flags.
+type LeaderElection struct {
+	Enabled           bool
+	LeaseDuration     time.Duration
+	RenewDeadline     time.Duration
+	RetryPeriod       time.Duration
+	ResourceLock      string
+	ResourceName      string
+	ResourceNamespace string
+}
+
+// New returns Options bound to a new flag set holding every upstream flag.
+func New() *Options {
+	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}}
+	fs := pflag.NewFlagSet("kcm", pflag.ContinueOnError)
+	fs.SortFlags = true
+	// Like upstream, "--concurrent_rc_syncs" and "--concurrent-rc-syncs" are the same flag.
+	fs.SetNormalizeFunc(wordSepNormalize)
+	o.fs = fs
+
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to kubeconfig file with authorization and master location information (the master location can be overridden by the master flag).")
+	fs.StringVar(&o.Master, "master", "", "The address of the Kubernetes API server (overrides any value in kubeconfig).")
+	fs.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'. Names and upstream aliases are accepted.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 20, "QPS to use while talking with kubernetes apiserver, for each controller's own client.")
+	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", 30, "Burst to use while talking with kubernetes apiserver, for each controller's own client.")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "Content type of requests sent to apiserver.")
+
+	le := &o.LeaderElection
+	fs.BoolVar(&le.Enabled, "leader-elect", true, "Start a leader election client and gain leadership before executing the main loop.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "The interval between attempts by the acting master to renew a leadership slot before it stops leading.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "The duration the clients should wait between attempting acquisition and renewal of a leadership.")
+	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", "leases", "The type of resource object that is used for locking during leader election. Only 'leases' is supported.")
+	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", "kube-controller-manager", "The name of resource object that is used for locking during leader election.")
+	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", "kube-system", "The namespace of resource object that is used for locking during leader election.")
+
+	fs.Int32Var(&o.SecurePort, "secure-port", 10257, "The port on which to serve HTTPS /healthz, /readyz, /livez and /metrics. If 0, don't serve them.")
+	fs.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "The IP address on which to listen for the --secure-port port.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "File containing the default x509 certificate for HTTPS. If unset, a self-signed certificate is generated.")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
+	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", []string{"/healthz", "/readyz", "/livez"}, "A list of HTTP paths to skip during authorization.")
+
+	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "If set, this root certificate authority will be included in the kube-root-ca.crt ConfigMap of every namespace.")
+
+	fs.IntVarP(&o.Verbosity, "v", "v", 0, "Number for the log level verbosity.")
+	fs.StringVar(&o.Version, "version", "false", "Print version information and quit.")
+	fs.Lookup("version").NoOptDefVal = "true"
+
+	fs.StringVar(&o.LoggingFormat, "logging-format", "text", `Sets the log format. Permitted formats: "json", "text".`)
+
+	for _, f := range upstreamFlags {
+		// pflag answers -h/--help itself.
+		if f.Name == "help" || fs.Lookup(f.Name) != nil {
+			continue
+		}
+		if strings.HasPrefix(f.Name, "concurrent-") && f.Type == "int32" {
+			o.addConcurrencyFlag(f)
+			continue
+		}
+		o.addAcceptedFlag(f)
+	}
+	return o
+}
+
+// FlagSet returns the flag set to parse the command line with.
+func (o *Options) FlagSet() *pflag.FlagSet { return o.fs }
+
+// Parse parses args (without the program name) and validates the result.
+func (o *Options) Parse(args []string) error {
+	if err := o.fs.Parse(args); err != nil {
+		return err
+	}
+	if len(o.fs.Args()) > 0 {
+		return fmt.Errorf("unexpected arguments %q: kcm takes only flags", o.fs.Args())
+	}
+	return o.Validate()
+}
+
+// Validate checks values that would only fail later, and less clearly.
+func (o *Options) Validate() error {
+	var errs []string
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, "--kube-api-qps must be greater than 0")
+	}
+	if o.KubeAPIBurst <= 0 {
+		errs = append(errs, "--kube-api-burst must be greater than 0")
+	}
+	le := o.LeaderElection
+	if le.Enabled {
+		if le.ResourceLock != "leases" {
+			errs = append(errs, fmt.Sprintf("--leader-elect-resource-lock=%q is not supported: only \"leases\" is", le.ResourceLock))
+		}
+		if le.LeaseDuration <= le.RenewDeadline {
+			errs = append(errs, "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+		}
+		if le.RenewDeadline <= le.RetryPeriod {
+			errs = append(errs, "--leader-elect-renew-deadline must be greater than --leader-elect-retry-period")
+		}
+		if le.ResourceName == "" || le.ResourceNamespace == "" {
+			errs = append(errs, "--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty")
+		}
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Sprintf("--secure-port %d must be between 0 and 65535", o.SecurePort))
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, "--tls-cert-file and --tls-private-key-file must be given together")
+	}
+	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
+		errs = append(errs, fmt.Sprintf("--logging-format=%q: permitted formats are \"json\" and \"text\"", o.LoggingFormat))
+	}
+	for name, n := range o.Concurrency {
+		if *n < 0 {
+			errs = append(errs, fmt.Sprintf("--%s must not be negative", name))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid flags: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Workers returns the value of a --concurrent-*-syncs flag, or fallback when the name is
+// empty (controllers upstream runs with a fixed worker count).
+func (o *Options) Workers(flag string, fallback int) int {
+	if n, ok := o.Concurrency[flag]; ok {
+		return int(*n)
+	}
+	return fallback
+}
+
+// SetButIgnored lists the flags given on the command line that kcm does not act on: the
+// upstream flags it only accepts, and those in actedOnlyBy whose controller is not running.
+func (o *Options) SetButIgnored(actedOnlyBy map[string]bool) []string {
+	var names []string
+	o.fs.Visit(func(f *pflag.Flag) {
+		if o.accepted[f.Name] || actedOnlyBy[f.Name] {
+			names = append(names, "--"+f.Name)
+		}
+	})
+	sort.Strings(names)
+	return names
+}
+
+func (o *Options) addConcurrencyFlag(f upstreamFlag) {
+	var def int32
+	if _, err := fmt.Sscan(f.Default, &def); err != nil {
+		panic(fmt.Sprintf("generated default %q of --%s is not an int32: %v", f.Default, f.Name, err))
+	}
+	v := new(int32)
+	o.fs.Int32Var(v, f.Name, def, f.Usage)
+	o.Concurrency[f.Name] = v
+}
+
+func (o *Options) addAcceptedFlag(f upstreamFlag) {
+	o.accepted[f.Name] = true
+	usage := f.Usage + " (accepted for compatibility; kcm does not act on it yet)"
+	flag := o.fs.VarPF(&acceptedValue{typ: f.Type, value: f.Default}, f.Name, f.Shorthand, usage)
+	flag.DefValue = f.Default
+	flag.NoOptDefVal = f.NoOptDefault
+	if f.Deprecated {
+		flag.Hidden = true
+	}
+}
+
+func wordSepNormalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+}
+
+// acceptedValue stores a flag kcm does not act on, whatever its type.
+type acceptedValue struct {
+	typ   string
+	value string
+}
+
+func (v *acceptedValue) String() string   { return v.value }
+func (v *acceptedValue) Set(s string) error { v.value = s; return nil }
+func (v *acceptedValue) Type() string     { return v.typ }
+
+// upstreamFlag describes one flag of upstream kube-controller-manager.
+type upstreamFlag struct {
+	Name, Shorthand, Type, Default, NoOptDefault, Usage string
+	Deprecated                                          bool
+}

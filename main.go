@@ -1,0 +1,63 @@
+// Command kcm is kube-controller-manager rebuilt on controller-runtime. main only wires:
+// flags → options → manager → controllers → Start.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/logging"
+	"github.com/kcm/kcm/internal/manager"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/version"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kcm:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	opts := options.New()
+	switch err := opts.Parse(args); {
+	case errors.Is(err, pflag.ErrHelp):
+		return nil
+	case err != nil:
+		return err
+	}
+	if opts.Version != "false" {
+		fmt.Printf("kcm %s (kube-controller-manager v1.37.1 compatible)\n", version.Get())
+		return nil
+	}
+	sel, err := controller.Select(controller.Registry(), opts.Controllers)
+	if err != nil {
+		return err
+	}
+
+	logger := logging.New(opts.Verbosity, opts.LoggingFormat)
+	logging.Install(logger)
+	logger.Info("Starting kcm", "version", version.Get())
+
+	// As upstream: --master and --kubeconfig, or the in-cluster configuration without them.
+	base, err := clientcmd.BuildConfigFromFlags(opts.Master, opts.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading client configuration: %w", err)
+	}
+	cfg := manager.RESTConfig(base, opts)
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := controller.SetupEnabled(&controller.Context{Manager: mgr, Options: opts, Config: cfg}, sel); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
