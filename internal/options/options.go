@@ -228,9 +228,9 @@ type acceptedValue struct {
 	value string
 }
 
-func (v *acceptedValue) String() string   { return v.value }
+func (v *acceptedValue) String() string     { return v.value }
 func (v *acceptedValue) Set(s string) error { v.value = s; return nil }
-func (v *acceptedValue) Type() string     { return v.typ }
+func (v *acceptedValue) Type() string       { return v.typ }
 
 // upstreamFlag describes one flag of upstream kube-controller-manager.
 type upstreamFlag struct {
