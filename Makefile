@@ -1,0 +1,97 @@
+# kcm: kube-controller-manager rebuilt on controller-runtime.
+# `make run` and `make test` are the two commands; everything else is what they need.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+K8S_VERSION ?= 1.37.1
+ETCD_VERSION ?= 3.7.0
+LOCALBIN ?= $(CURDIR)/bin
+K8S_BIN ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
+K8S_TOOLS := $(CURDIR)/hack/tools/k8s
+K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION)
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUBECTL ?= $(K8S_BIN)/kubectl
+
+KCM_VERSION ?= v0.1.0-dev
+KCM_LDFLAGS := -X github.com/kcm/kcm/internal/version.gitVersion=$(KCM_VERSION)
+IMG ?= kcm:dev
+
+# Tests find the control plane through KUBEBUILDER_ASSETS, like any envtest suite.
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+.PHONY: all
+all: build
+
+.PHONY: help
+help: ## Show the targets.
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+##@ The two commands
+
+.PHONY: run
+run: build k8s-bins ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if given, else against a fresh local control plane.
+	@if [ -n "$$KUBECONFIG" ] && [[ "$(ARGS)" != *--kubeconfig* ]]; then \
+		exec $(LOCALBIN)/kcm --kubeconfig="$$KUBECONFIG" $(ARGS); \
+	elif [[ "$(ARGS)" == *--kubeconfig* ]]; then \
+		exec $(LOCALBIN)/kcm $(ARGS); \
+	else \
+		exec go run ./hack/localplane -kcm $(LOCALBIN)/kcm -- $(ARGS); \
+	fi
+
+.PHONY: test
+test: k8s-bins controller-gen fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
+	go test ./... -count=1 -timeout 30m
+
+##@ Development
+
+.PHONY: build
+build: ## Build bin/kcm.
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(KCM_LDFLAGS)' -o $(LOCALBIN)/kcm .
+
+.PHONY: fmt
+fmt: ## Fail when gofmt would change a file.
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet.
+	go vet ./...
+
+.PHONY: manifests
+manifests: controller-gen ## Regenerate config/rbac/role.yaml from the +kubebuilder:rbac markers.
+	$(CONTROLLER_GEN) rbac:roleName=kcm paths="./internal/..." output:rbac:artifacts:config=config/rbac
+
+.PHONY: upstream-flags
+upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags.
+	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+.PHONY: deploy
+deploy: ## Deploy into the cluster of the current kubeconfig.
+	$(KUBECTL) apply -k config/default
+
+##@ Tools, built once into bin/
+
+.PHONY: k8s-bins
+k8s-bins: $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl ## Build kube-apiserver, etcd, kube-scheduler and kubectl from their Go modules.
+
+$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl:
+	@mkdir -p $(K8S_BIN)
+	cd $(K8S_TOOLS) && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+$(K8S_BIN)/etcd:
+	@mkdir -p $(K8S_BIN)
+	cd $(K8S_TOOLS) && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN)
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $@

@@ -1,0 +1,168 @@
+// Package testenv starts what a controller's envtest suite needs: the real kube-apiserver and
+// etcd built by `make k8s-bins`, and a kcm manager wired exactly as main wires it, running
+// the controllers under test. Start it once per test package (BeforeSuite), not per test.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/logging"
+	"github.com/kcm/kcm/internal/manager"
+	"github.com/kcm/kcm/internal/options"
+)
+
+// AssetsDir is where `make k8s-bins` puts kube-apiserver, etcd and kubectl, relative to the
+// repository root.
+const AssetsDir = "bin/k8s/1.37.1"
+
+// Env is a running API server and, optionally, a kcm manager against it.
+type Env struct {
+	Environment *envtest.Environment
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client talks to the API server directly, without a cache: what tests assert with.
+	Client client.Client
+	// Manager runs the controllers under test; nil when none were asked for.
+	Manager ctrlmanager.Manager
+
+	cancel  context.CancelFunc
+	stopped chan error
+}
+
+// StartAPIServer starts kube-apiserver and etcd only.
+func StartAPIServer() (*Env, error) {
+	if err := ensureAssets(); err != nil {
+		return nil, err
+	}
+	if os.Getenv("KCM_TEST_LOG") != "" {
+		logging.Install(logging.New(4, "text"))
+	}
+	te := &envtest.Environment{ControlPlaneStopTimeout: 30 * time.Second}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	return &Env{Environment: te, Config: cfg, Client: cl}, nil
+}
+
+// Start starts the API server and a kcm manager running the given controllers, configured
+// by kcm's own flags (args, e.g. "--root-ca-file=..."), without leader election or serving.
+func Start(controllers []string, args ...string) (*Env, error) {
+	env, err := StartAPIServer()
+	if err != nil {
+		return nil, err
+	}
+	if err := env.StartManager(controllers, args...); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+// StartManager starts a kcm manager against the environment's API server.
+func (e *Env) StartManager(controllers []string, args ...string) error {
+	opts := options.New()
+	flags := append([]string{
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+	}, args...)
+	if err := opts.Parse(flags); err != nil {
+		return err
+	}
+	sel, err := controller.Select(controller.Registry(), opts.Controllers)
+	if err != nil {
+		return err
+	}
+	cfg := manager.RESTConfig(e.Config, opts)
+	mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) {
+		// A test binary may build the same controller twice (e.g. after a restart).
+		o.Controller.SkipNameValidation = ptr.To(true)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := controller.SetupEnabled(&controller.Context{Manager: mgr, Options: opts, Config: cfg}, sel); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.Manager, e.cancel, e.stopped = mgr, cancel, make(chan error, 1)
+	go func() { e.stopped <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		return errors.New("manager cache did not sync within a minute")
+	}
+	return nil
+}
+
+// StopManager stops the manager, if one runs, and waits for it.
+func (e *Env) StopManager() error {
+	if e.cancel == nil {
+		return nil
+	}
+	e.cancel()
+	err := <-e.stopped
+	e.cancel, e.Manager = nil, nil
+	return err
+}
+
+// Stop stops the manager and then the API server.
+func (e *Env) Stop() error {
+	return errors.Join(e.StopManager(), e.Environment.Stop())
+}
+
+// ensureAssets points envtest at the binaries `make k8s-bins` built, when the Makefile has
+// not already done so (a plain `go test` from an editor).
+func ensureAssets() error {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, AssetsDir)
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return fmt.Errorf("no kube-apiserver in %s: run `make k8s-bins` (or `make test`) first", dir)
+	}
+	return os.Setenv("KUBEBUILDER_ASSETS", dir)
+}
+
+// RepoRoot finds the repository root: the nearest directory above the working directory
+// holding kcm's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/kcm/kcm\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the kcm repository")
+		}
+		dir = parent
+	}
+}
