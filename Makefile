@@ -38,7 +38,8 @@ run: build k8s-bins ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if gi
 	elif [[ "$(ARGS)" == *--kubeconfig* ]]; then \
 		exec $(LOCALBIN)/kcm $(ARGS); \
 	else \
-		exec go run ./hack/localplane -kcm $(LOCALBIN)/kcm -- $(ARGS); \
+		go build -o $(LOCALBIN)/localplane ./hack/localplane; \
+		exec $(LOCALBIN)/localplane -kcm $(LOCALBIN)/kcm -dir $(LOCALBIN)/localplane.d -- $(ARGS); \
 	fi
 
 .PHONY: test
