@@ -1,0 +1,162 @@
+package options
+
+import (
+	"github.com/spf13/pflag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every upstream flag must parse, with upstream's default, so that existing manifests keep
+// working and an unset flag means what it means upstream.
+func TestEveryUpstreamFlagIsAcceptedWithUpstreamDefault(t *testing.T) {
+	o := New()
+	for _, f := range upstreamFlags {
+		if f.Name == "help" {
+			continue
+		}
+		got := o.FlagSet().Lookup(f.Name)
+		if got == nil {
+			t.Errorf("--%s is not accepted", f.Name)
+			continue
+		}
+		if got.DefValue != f.Default {
+			t.Errorf("--%s defaults to %q, upstream to %q", f.Name, got.DefValue, f.Default)
+		}
+		if got.NoOptDefVal != f.NoOptDefault {
+			t.Errorf("--%s: value when given bare is %q, upstream %q", f.Name, got.NoOptDefVal, f.NoOptDefault)
+		}
+	}
+}
+
+// kcm adds no flag of its own: it is a drop-in.
+func TestNoFlagBeyondUpstream(t *testing.T) {
+	upstream := map[string]bool{}
+	for _, f := range upstreamFlags {
+		upstream[f.Name] = true
+	}
+	o := New()
+	o.FlagSet().VisitAll(func(f *pflag.Flag) {
+		if !upstream[f.Name] {
+			t.Errorf("--%s is not an upstream flag", f.Name)
+		}
+	})
+}
+
+// The arguments kubeadm v1.37 writes into the kube-controller-manager static pod.
+var kubeadmArgs = []string{
+	"--allocate-node-cidrs=true",
+	"--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+	"--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+	"--bind-address=127.0.0.1",
+	"--client-ca-file=/etc/kubernetes/pki/ca.crt",
+	"--cluster-cidr=10.244.0.0/16",
+	"--cluster-name=kubernetes",
+	"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+	"--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+	"--controllers=*,bootstrapsigner,tokencleaner",
+	"--kubeconfig=/etc/kubernetes/controller-manager.conf",
+	"--leader-elect=true",
+	"--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+	"--root-ca-file=/etc/kubernetes/pki/ca.crt",
+	"--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+	"--service-cluster-ip-range=10.96.0.0/12",
+	"--use-service-account-credentials=true",
+}
+
+func TestKubeadmArguments(t *testing.T) {
+	o := New()
+	if err := o.Parse(kubeadmArgs); err != nil {
+		t.Fatalf("kubeadm's arguments are rejected: %v", err)
+	}
+	if o.Kubeconfig != "/etc/kubernetes/controller-manager.conf" || o.RootCAFile != "/etc/kubernetes/pki/ca.crt" || o.BindAddress != "127.0.0.1" {
+		t.Errorf("flags kcm acts on were not parsed: %+v", o)
+	}
+	if got := strings.Join(o.Controllers, ","); got != "*,bootstrapsigner,tokencleaner" {
+		t.Errorf("controllers = %q", got)
+	}
+	ignored := o.SetButIgnored(nil)
+	for _, want := range []string{"--allocate-node-cidrs", "--use-service-account-credentials", "--cluster-signing-cert-file"} {
+		if !contains(ignored, want) {
+			t.Errorf("%s not reported as ignored: %v", want, ignored)
+		}
+	}
+	for _, acted := range []string{"--kubeconfig", "--root-ca-file", "--leader-elect", "--controllers", "--bind-address"} {
+		if contains(ignored, acted) {
+			t.Errorf("%s is acted on but reported as ignored", acted)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(*Options) bool
+		wantErr string
+	}{
+		{name: "defaults", check: func(o *Options) bool {
+			le := o.LeaderElection
+			return o.KubeAPIQPS == 20 && o.KubeAPIBurst == 30 && le.Enabled && le.LeaseDuration == 15*time.Second &&
+				le.RenewDeadline == 10*time.Second && le.RetryPeriod == 2*time.Second &&
+				le.ResourceName == "kube-controller-manager" && le.ResourceNamespace == "kube-system" &&
+				o.SecurePort == 10257 && o.Workers("concurrent-deployment-syncs", 0) == 5 && o.Workers("concurrent-gc-syncs", 0) == 20
+		}},
+		{name: "concurrency flag", args: []string{"--concurrent-deployment-syncs=7"}, check: func(o *Options) bool {
+			return o.Workers("concurrent-deployment-syncs", 0) == 7
+		}},
+		{name: "underscores normalise to dashes, as upstream", args: []string{"--concurrent_rc_syncs=9"}, check: func(o *Options) bool {
+			return o.Workers("concurrent-rc-syncs", 0) == 9
+		}},
+		{name: "fixed worker count", check: func(o *Options) bool { return o.Workers("", 1) == 1 }},
+		{name: "bare bool flag", args: []string{"--profiling", "--leader-elect"}, check: func(o *Options) bool { return o.LeaderElection.Enabled }},
+		{name: "-v", args: []string{"-v=4"}, check: func(o *Options) bool { return o.Verbosity == 4 }},
+		{name: "qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
+		{name: "lock", args: []string{"--leader-elect-resource-lock=endpoints"}, wantErr: "only \"leases\""},
+		{name: "lease timings", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: "lease-duration"},
+		{name: "lease timings do not matter without election", args: []string{"--leader-elect=false", "--leader-elect-lease-duration=1s"}, check: func(o *Options) bool { return !o.LeaderElection.Enabled }},
+		{name: "tls pair", args: []string{"--tls-cert-file=a"}, wantErr: "--tls-private-key-file"},
+		{name: "negative workers", args: []string{"--concurrent-job-syncs=-1"}, wantErr: "--concurrent-job-syncs"},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
+		{name: "positional argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{name: "bad value of a flag kcm acts on", args: []string{"--kube-api-burst=many"}, wantErr: "kube-api-burst"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New()
+			err := o.Parse(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(o) {
+				t.Errorf("unexpected options: %+v", o)
+			}
+		})
+	}
+}
+
+func TestSetButIgnoredReportsFlagsOfControllersNotRunning(t *testing.T) {
+	o := New()
+	if err := o.Parse([]string{"--concurrent-deployment-syncs=3", "--concurrent-gc-syncs=3"}); err != nil {
+		t.Fatal(err)
+	}
+	got := o.SetButIgnored(map[string]bool{"concurrent-deployment-syncs": true})
+	if strings.Join(got, ",") != "--concurrent-deployment-syncs" {
+		t.Errorf("ignored = %v", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
