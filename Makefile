@@ -21,6 +21,8 @@ IMG ?= kcm:dev
 
 # Tests find the control plane through KUBEBUILDER_ASSETS, like any envtest suite.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
+# The manifests suite checks config/rbac/role.yaml with the same controller-gen.
+export CONTROLLER_GEN
 
 .PHONY: all
 all: build
