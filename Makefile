@@ -73,7 +73,7 @@ upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+	docker build --build-arg KCM_VERSION=$(KCM_VERSION) -t $(IMG) .
 
 .PHONY: deploy
 deploy: ## Deploy into the cluster of the current kubeconfig.

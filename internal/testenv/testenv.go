@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/logging"
