@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path"
@@ -25,6 +26,25 @@ type Context struct {
 	Options *options.Options
 	// Config is the base client configuration; controllers get copies through Client.
 	Config *rest.Config
+
+	indexed map[string]bool
+}
+
+// Index registers a field index on the shared cache once, however many controllers use it.
+// Setup functions call it before SetupWithManager.
+func (c *Context) Index(obj client.Object, field string, extract client.IndexerFunc) error {
+	key := fmt.Sprintf("%T/%s", obj, field)
+	if c.indexed[key] {
+		return nil
+	}
+	if err := c.Manager.GetFieldIndexer().IndexField(context.Background(), obj, field, extract); err != nil {
+		return fmt.Errorf("indexing %s: %w", key, err)
+	}
+	if c.indexed == nil {
+		c.indexed = map[string]bool{}
+	}
+	c.indexed[key] = true
+	return nil
 }
 
 // Client returns a client for one controller: reads come from the manager's shared cache,

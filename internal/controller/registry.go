@@ -5,10 +5,13 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kcm/kcm/internal/controller/replicaset"
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
+	"github.com/kcm/kcm/internal/index"
 )
 
 // Descriptor is one upstream controller: its name, its legacy alias, whether `*` enables it,
@@ -34,7 +37,7 @@ func Registry() []Descriptor {
 		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Flags: []string{"concurrent-endpoint-syncs"}},
 		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Flags: []string{"concurrent-service-endpoint-syncs"}},
 		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}},
-		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Flags: []string{"concurrent-rc-syncs"}},
+		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Setup: setupReplicationController, Flags: []string{"concurrent-rc-syncs"}},
 		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}},
 		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Flags: []string{"concurrent-resource-quota-syncs"}},
 		{Name: "namespace-controller", Aliases: []string{"namespace"}, Flags: []string{"concurrent-namespace-syncs"}},
@@ -44,7 +47,7 @@ func Registry() []Descriptor {
 		{Name: "job-controller", Aliases: []string{"job"}, Flags: []string{"concurrent-job-syncs"}},
 		{Name: "podgroup-protection-controller"},
 		{Name: "deployment-controller", Aliases: []string{"deployment"}, Flags: []string{"concurrent-deployment-syncs"}},
-		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Flags: []string{"concurrent-replicaset-syncs"}},
+		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Setup: setupReplicaSet, Flags: []string{"concurrent-replicaset-syncs"}},
 		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"}, Flags: []string{"concurrent-horizontal-pod-autoscaler-syncs"}},
 		{Name: "disruption-controller", Aliases: []string{"disruption"}},
 		{Name: "statefulset-controller", Aliases: []string{"statefulset"}, Flags: []string{"concurrent-statefulset-syncs"}},
@@ -222,4 +225,29 @@ func setupRootCAPublisher(ctx *Context) error {
 	}
 	r := &rootcapublisher.Reconciler{Client: cl, Recorder: ctx.Recorder("root-ca-certificate-publisher-controller"), RootCA: rootCA}
 	return r.SetupWithManager(ctx.Manager, ctx.Workers("", 1))
+}
+
+func setupReplicaSet(ctx *Context) error {
+	return setupReplicas(ctx, replicaset.ReplicaSetKind, "replicaset-controller", "concurrent-replicaset-syncs")
+}
+
+func setupReplicationController(ctx *Context) error {
+	return setupReplicas(ctx, replicaset.ReplicationControllerKind, "replication-controller", "concurrent-rc-syncs")
+}
+
+func setupReplicas(ctx *Context, kind replicaset.Kind, clientName, workersFlag string) error {
+	if err := ctx.Index(&corev1.Pod{}, index.ControllerUID, index.ControllerUIDOf); err != nil {
+		return err
+	}
+	cl, err := ctx.Client(clientName)
+	if err != nil {
+		return err
+	}
+	r := &replicaset.Reconciler{
+		Kind:      kind,
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(kind.ControllerName),
+	}
+	return r.SetupWithManager(ctx.Manager, ctx.Workers(workersFlag, 5))
 }

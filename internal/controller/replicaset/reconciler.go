@@ -1,0 +1,300 @@
+// Package replicaset is upstream's replicaset-controller and, through the same code,
+// replicationcontroller-controller: it keeps spec.replicas pods matching the selector,
+// adopting and releasing pods, and reports their state in status.
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/expectations"
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/pod"
+)
+
+// Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
+type Reconciler struct {
+	Kind   Kind
+	Client client.Client
+	// APIReader reads around the cache: the owner's fresh state before adopting.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+
+	expectations *expectations.Expectations
+}
+
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=apps,resources=replicasets/status,verbs=update;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers/status,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+
+// Reconcile observes the owner's pods, creates or deletes the difference and writes status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	rs := r.Kind.View(obj)
+	// Read before listing pods: a sync that starts with stale expectations must not act.
+	needsSync := r.expectations.Satisfied(req.NamespacedName)
+
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidSelector", "Sync", "Invalid selector: %v", err)
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("invalid selector: %w", err))
+	}
+
+	// Observe: the pods this owner controls, and the orphans it may adopt.
+	pods, err := r.candidatePods(ctx, rs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var activeCandidates, terminating []*corev1.Pod
+	for _, p := range pods {
+		switch {
+		case pod.IsActive(p):
+			activeCandidates = append(activeCandidates, p)
+		case pod.IsTerminating(p) && metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)):
+			terminating = append(terminating, p)
+		}
+	}
+	claimer := &ownership.Claimer{Client: r.Client, Fresh: r.APIReader, Owner: obj, OwnerGVK: r.Kind.GVK, Selector: selector}
+	active, err := ownership.Claim(ctx, claimer, activeCandidates)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// Act.
+	var manageErr error
+	if needsSync && rs.DeletionTimestamp == nil {
+		manageErr = r.manageReplicas(ctx, obj, rs, active)
+	}
+
+	// Status.
+	now := r.Clock.Now()
+	status := calculateStatus(rs, active, terminating, manageErr, r.Kind.TerminatingReplicas, now)
+	if err := r.patchStatus(ctx, obj, rs, status); err != nil {
+		return reconcile.Result{}, errors.Join(manageErr, err)
+	}
+	if manageErr != nil {
+		return reconcile.Result{}, manageErr
+	}
+	// A ready pod becomes available minReadySeconds later: come back then.
+	if status.ReadyReplicas != status.AvailableReplicas {
+		if next := nextAvailabilityCheck(rs, active, r.Clock.Now()); next != nil {
+			return reconcile.Result{RequeueAfter: *next}, nil
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// candidatePods lists, from the cache, the pods the owner controls and the orphans of its
+// namespace.
+func (r *Reconciler) candidatePods(ctx context.Context, rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for _, key := range []string{string(rs.UID), index.Orphan} {
+		list := &corev1.PodList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// manageReplicas creates or deletes the difference between spec.replicas and active pods,
+// at most BurstReplicas at a time.
+func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
+	diff := len(active) - int(replicas(rs))
+	logger := log.FromContext(ctx)
+	switch {
+	case diff < 0:
+		n := min(-diff, BurstReplicas)
+		r.expectations.ExpectCreations(key, n)
+		logger.V(2).Info("Too few replicas", "need", replicas(rs), "creating", n)
+		created, err := slowStartBatch(n, slowStartInitialBatch, func() error { return r.createPod(ctx, obj, rs) })
+		// The creations never attempted will never be observed.
+		for range n - created {
+			r.expectations.CreationObserved(key)
+		}
+		return err
+	case diff > 0:
+		n := min(diff, BurstReplicas)
+		related, err := r.relatedPods(ctx, rs)
+		if err != nil {
+			return err
+		}
+		victims := podsToDelete(active, related, n, r.Clock.Now())
+		keys := make([]string, len(victims))
+		for i, p := range victims {
+			keys[i] = podKey(p)
+		}
+		r.expectations.ExpectDeletions(key, keys)
+		logger.V(2).Info("Too many replicas", "need", replicas(rs), "deleting", n)
+		var (
+			mu       sync.Mutex
+			firstErr error
+			wg       sync.WaitGroup
+		)
+		for _, p := range victims {
+			wg.Go(func() {
+				if err := r.deletePod(ctx, obj, p); err != nil {
+					r.expectations.DeletionObserved(key, podKey(p))
+					if !apierrors.IsNotFound(err) {
+						mu.Lock()
+						firstErr = cmpErr(firstErr, err)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return firstErr
+	}
+	return nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet) error {
+	p := podFromTemplate(rs, r.Kind)
+	err := r.Client.Create(ctx, p)
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
+		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is going away with everything in it; nothing to report.
+		return nil
+	default:
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
+		return err
+	}
+}
+
+func (r *Reconciler) deletePod(ctx context.Context, obj client.Object, p *corev1.Pod) error {
+	err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted pod: %v", p.Name)
+	case apierrors.IsNotFound(err):
+	default:
+		r.Recorder.Eventf(obj, p, corev1.EventTypeWarning, "FailedDelete", "Delete", "Error deleting: %v", err)
+	}
+	return err
+}
+
+// relatedPods are the pods of every object of this kind that shares the owner's controller
+// (the ReplicaSets of one Deployment), used to spread deletions across nodes.
+func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+	ref := metav1.GetControllerOfNoCopy(rs)
+	if ref == nil {
+		return nil, nil
+	}
+	siblings, err := r.Kind.List(ctx, r.Client, rs.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, s := range siblings {
+		sref := metav1.GetControllerOfNoCopy(s)
+		if sref == nil || sref.UID != ref.UID {
+			continue
+		}
+		list := &corev1.PodList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(s.UID)}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// patchStatus writes status when it differs from what obj has, with observedGeneration.
+func (r *Reconciler) patchStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
+	status.ObservedGeneration = rs.Generation
+	if equality.Semantic.DeepEqual(rs.Status, status) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	r.Kind.SetStatus(obj, status)
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}
+
+// podFromTemplate is the pod rs creates: its template, named after it, controlled by it.
+func podFromTemplate(rs *appsv1.ReplicaSet, kind Kind) *corev1.Pod {
+	t := rs.Spec.Template.DeepCopy()
+	prefix := rs.Name + "-"
+	if len(prefix) > 253 {
+		prefix = rs.Name
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       rs.Namespace,
+			GenerateName:    prefix,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, kind.GVK)},
+		},
+		Spec: t.Spec,
+	}
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// SetupWithManager watches the owners and their pods. Pod events go through podHandler,
+// which records observed creations and deletions before queueing the owner.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.APIReader == nil || r.Recorder == nil || r.Kind.New == nil {
+		return fmt.Errorf("%s: Kind, Client, APIReader and Recorder are required", r.Kind.ControllerName)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.expectations = expectations.New(r.Clock)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Kind.ControllerName).
+		For(r.Kind.New()).
+		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}

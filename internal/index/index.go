@@ -1,0 +1,33 @@
+// Package index holds the cache's field indexes: exported keys, with the functions that
+// compute them. Controllers ask for the ones they use through controller.Context.Index,
+// which registers each once per manager.
+package index
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Orphan is the ControllerUID value of objects that have no controller.
+const Orphan = "<orphan>"
+
+// ControllerUID indexes objects by the UID of their controller (Orphan when none), so an
+// owner finds its children and the orphans it may adopt without listing everything.
+const ControllerUID = "metadata.controllerUID"
+
+// ControllerUIDOf is the ControllerUID index function.
+func ControllerUIDOf(obj client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return []string{Orphan}
+}
+
+// PodNodeName indexes pods by spec.nodeName ("" for unscheduled pods).
+const PodNodeName = "spec.nodeName"
+
+// PodNodeNameOf is the PodNodeName index function.
+func PodNodeNameOf(obj client.Object) []string {
+	return []string{obj.(*corev1.Pod).Spec.NodeName}
+}
