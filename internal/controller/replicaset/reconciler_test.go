@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -104,6 +105,24 @@ var _ = Describe("replicaset-controller", func() {
 		scale("scale", 4)
 		Eventually(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(4)) }).Should(Succeed())
 		Consistently(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(4)) }, 2*time.Second).Should(Succeed())
+	})
+
+	It("follows the /scale subresource and reports it back through it", func() {
+		rs := newReplicaSet(ns, "scaled", 1)
+		Expect(env.Client.Create(ctx, rs)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(1)) }).Should(Succeed())
+
+		sc := &autoscalingv1.Scale{}
+		Expect(env.Client.SubResource("scale").Get(ctx, rs, sc)).To(Succeed())
+		sc.Spec.Replicas = 3
+		Expect(env.Client.SubResource("scale").Update(ctx, rs, client.WithSubResourceBody(sc))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(pods(ctx, g, ns)).To(HaveLen(3))
+			got := &autoscalingv1.Scale{}
+			g.Expect(env.Client.SubResource("scale").Get(ctx, rs, got)).To(Succeed())
+			g.Expect(got.Status.Replicas).To(Equal(int32(3)))
+			g.Expect(got.Status.Selector).To(Equal("app=scaled"))
+		}).Should(Succeed())
 	})
 
 	It("deletes unassigned pods before assigned ones", func() {
