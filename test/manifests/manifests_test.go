@@ -154,12 +154,14 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 		Expect(namespaced).To(BeNumerically(">=", 2), "the ServiceAccount and the Deployment are namespaced")
 	})
 
-	It("runs one kcm replica, with leader election on upstream's Lease", func() {
+	It("runs two kcm replicas spread across nodes, with leader election on upstream's Lease", func() {
 		Expect(dep.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "kcm"))
 		Expect(dep.Labels).To(HaveKeyWithValue("component", "kube-controller-manager"))
 		Expect(dep.Spec.Selector).NotTo(BeNil())
 		Expect(dep.Spec.Template.Labels).To(Equal(dep.Spec.Selector.MatchLabels))
-		Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+		Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+		Expect(dep.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(ContainElement(
+			HaveField("PodAffinityTerm.TopologyKey", "kubernetes.io/hostname")))
 
 		Expect(c.Command).To(Equal([]string{"/kcm"}))
 		Expect(c.Image).To(Equal("kcm:dev"))
@@ -315,7 +317,7 @@ var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
 
 		dep := &appsv1.Deployment{}
 		Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
-		Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+		Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(2))))
 		c := kcmContainer(dep)
 		Expect(c.Image).To(Equal("kcm:dev"))
 		Expect(c.Args).To(ContainElements("--leader-elect=true", fmt.Sprintf("--secure-port=%d", securePort)))
