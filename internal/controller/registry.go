@@ -163,34 +163,29 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	if len(sel.NotBuilt) > 0 {
 		logger.Info("Enabled controllers that kcm does not implement yet will not run", "controllers", sel.NotBuilt)
 	}
-	unusedFlags := map[string]bool{}
-	for _, d := range sel.Disabled {
-		for _, f := range d.Flags {
-			unusedFlags[f] = true
-		}
-	}
 	var started []string
+	actedOn, unused := map[string]bool{}, map[string]bool{}
 	for _, d := range sel.Enabled {
 		if !d.Built() {
-			for _, f := range d.Flags {
-				unusedFlags[f] = true
-			}
 			continue
 		}
 		if err := d.Setup(ctx); err != nil {
 			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
 		}
 		started = append(started, d.Name)
+		for _, f := range d.Flags {
+			actedOn[f] = true
+		}
 	}
-	// A flag shared by a running and a stopped controller is still acted on.
-	for _, d := range sel.Enabled {
-		if d.Built() {
-			for _, f := range d.Flags {
-				delete(unusedFlags, f)
+	// A flag is unused when only controllers that do not run would read it.
+	for _, d := range append(append([]Descriptor{}, sel.Enabled...), sel.Disabled...) {
+		for _, f := range d.Flags {
+			if !actedOn[f] {
+				unused[f] = true
 			}
 		}
 	}
-	if ignored := ctx.Options.SetButIgnored(unusedFlags); len(ignored) > 0 {
+	if ignored := ctx.Options.SetButIgnored(actedOn, unused); len(ignored) > 0 {
 		logger.Info("Flags given that kcm does not act on", "flags", ignored)
 	}
 	logger.Info("Controllers set up", "controllers", started)

@@ -6,6 +6,7 @@ package options
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Sprintf("--%s must not be negative", name))
 		}
 	}
+	errs = append(errs, o.validateAccepted()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags: %s", strings.Join(errs, "; "))
 	}
@@ -184,17 +186,95 @@ func (o *Options) Workers(flag string, fallback int) int {
 	return fallback
 }
 
-// SetButIgnored lists the flags given on the command line that kcm does not act on: the
-// upstream flags it only accepts, and those in actedOnlyBy whose controller is not running.
-func (o *Options) SetButIgnored(actedOnlyBy map[string]bool) []string {
+// SetButIgnored lists the flags given on the command line that nothing acts on: those only
+// a stopped controller would act on (unused), and the upstream flags kcm merely accepts
+// unless a running controller reads them (actedOn).
+func (o *Options) SetButIgnored(actedOn, unused map[string]bool) []string {
 	var names []string
 	o.fs.Visit(func(f *pflag.Flag) {
-		if o.accepted[f.Name] || actedOnlyBy[f.Name] {
+		if unused[f.Name] || (o.accepted[f.Name] && !actedOn[f.Name]) {
 			names = append(names, "--"+f.Name)
 		}
 	})
 	sort.Strings(names)
 	return names
+}
+
+// Duration returns the value of a duration flag that controllers read by name (e.g.
+// "node-monitor-grace-period"); the flag must be an upstream duration flag.
+func (o *Options) Duration(name string) time.Duration {
+	d, err := time.ParseDuration(o.value(name, "duration"))
+	if err != nil {
+		panic(err) // Parse validated it.
+	}
+	return d
+}
+
+// Float32 returns the value of a float32 flag read by name.
+func (o *Options) Float32(name string) float32 {
+	f, err := strconv.ParseFloat(o.value(name, "float32"), 32)
+	if err != nil {
+		panic(err)
+	}
+	return float32(f)
+}
+
+// Int32 returns the value of an int32 flag read by name.
+func (o *Options) Int32(name string) int32 {
+	n, err := strconv.ParseInt(o.value(name, "int32"), 10, 32)
+	if err != nil {
+		panic(err)
+	}
+	return int32(n)
+}
+
+// Bool returns the value of a bool flag read by name.
+func (o *Options) Bool(name string) bool {
+	b, err := strconv.ParseBool(o.value(name, "bool"))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// value is a flag's current value, checking it is of the expected type: reading a flag by
+// a wrong name or type is a programming error, caught by the first test that runs it.
+func (o *Options) value(name, typ string) string {
+	f := o.fs.Lookup(name)
+	if f == nil {
+		panic(fmt.Sprintf("no flag --%s", name))
+	}
+	if f.Value.Type() != typ {
+		panic(fmt.Sprintf("--%s is a %s flag, not %s", name, f.Value.Type(), typ))
+	}
+	return f.Value.String()
+}
+
+// validateAccepted checks the values of the accepted scalar flags the way their types
+// would, so that --node-monitor-grace-period=soon fails at startup as it does upstream.
+func (o *Options) validateAccepted() []string {
+	var errs []string
+	o.fs.Visit(func(f *pflag.Flag) {
+		if !o.accepted[f.Name] {
+			return
+		}
+		v := f.Value.String()
+		var err error
+		switch f.Value.Type() {
+		case "duration":
+			_, err = time.ParseDuration(v)
+		case "float32", "float64":
+			_, err = strconv.ParseFloat(v, 64)
+		case "int32", "int":
+			_, err = strconv.ParseInt(v, 10, 32)
+		case "bool":
+			_, err = strconv.ParseBool(v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("invalid value %q for --%s: %v", v, f.Name, err))
+		}
+	})
+	return errs
 }
 
 func (o *Options) addConcurrencyFlag(f upstreamFlag) {

@@ -75,7 +75,7 @@ func TestKubeadmArguments(t *testing.T) {
 	if got := strings.Join(o.Controllers, ","); got != "*,bootstrapsigner,tokencleaner" {
 		t.Errorf("controllers = %q", got)
 	}
-	ignored := o.SetButIgnored(nil)
+	ignored := o.SetButIgnored(nil, nil)
 	for _, want := range []string{"--allocate-node-cidrs", "--use-service-account-credentials", "--cluster-signing-cert-file"} {
 		if !contains(ignored, want) {
 			t.Errorf("%s not reported as ignored: %v", want, ignored)
@@ -146,10 +146,40 @@ func TestSetButIgnoredReportsFlagsOfControllersNotRunning(t *testing.T) {
 	if err := o.Parse([]string{"--concurrent-deployment-syncs=3", "--concurrent-gc-syncs=3"}); err != nil {
 		t.Fatal(err)
 	}
-	got := o.SetButIgnored(map[string]bool{"concurrent-deployment-syncs": true})
+	got := o.SetButIgnored(nil, map[string]bool{"concurrent-deployment-syncs": true})
 	if strings.Join(got, ",") != "--concurrent-deployment-syncs" {
 		t.Errorf("ignored = %v", got)
 	}
+}
+
+func TestAcceptedFlagsReadByControllers(t *testing.T) {
+	o := New()
+	args := []string{"--node-monitor-grace-period=20s", "--node-eviction-rate=0.5", "--large-cluster-size-threshold=7", "--enable-garbage-collector=false", "--cluster-name=x"}
+	if err := o.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if o.Duration("node-monitor-grace-period") != 20*time.Second || o.Float32("node-eviction-rate") != 0.5 ||
+		o.Int32("large-cluster-size-threshold") != 7 || o.Bool("enable-garbage-collector") {
+		t.Errorf("typed reads of accepted flags are wrong")
+	}
+	if o.Duration("node-startup-grace-period") != time.Minute {
+		t.Errorf("an unset flag reads as upstream's default")
+	}
+	got := o.SetButIgnored(map[string]bool{"node-monitor-grace-period": true, "node-eviction-rate": true}, nil)
+	if want := "--cluster-name,--enable-garbage-collector,--large-cluster-size-threshold"; strings.Join(got, ",") != want {
+		t.Errorf("ignored = %v, want %s", got, want)
+	}
+	for _, bad := range []string{"--node-monitor-grace-period=soon", "--node-eviction-rate=fast", "--large-cluster-size-threshold=big", "--enable-garbage-collector=maybe"} {
+		if err := New().Parse([]string{bad}); err == nil || !strings.Contains(err.Error(), "invalid value") {
+			t.Errorf("%s: error = %v", bad, err)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("reading a flag as the wrong type must panic")
+		}
+	}()
+	o.Int32("node-monitor-grace-period")
 }
 
 func contains(list []string, s string) bool {
