@@ -1,0 +1,115 @@
+package nodelifecycle
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// health is what the controller remembers of a node between syncs: when it last saw the
+// node alive (a new heartbeat in its Ready condition, or a renewal of its Lease) by its own
+// clock, so that skew between the kubelet and kcm does not matter.
+type health struct {
+	// probe is when kcm last saw the node alive.
+	probe time.Time
+	// readyTransition is when kcm saw the Ready condition last change.
+	readyTransition time.Time
+	// ready is the Ready condition as last seen, nil when the node has none.
+	ready *corev1.NodeCondition
+	// leaseRenew is the renewTime of the node's Lease as last seen.
+	leaseRenew *metav1.MicroTime
+}
+
+// observe folds a new sighting of the node (and its Lease, possibly nil) at now into prev
+// (nil for a node not seen before), as upstream's tryUpdateNodeHealth does.
+func observe(prev *health, node *corev1.Node, lease *coordinationv1.Lease, now time.Time) *health {
+	cur := readyCondition(&node.Status)
+	next := &health{}
+	switch {
+	case prev == nil && cur == nil:
+		// Never reported: the startup grace period counts from the node's creation.
+		next.probe, next.readyTransition = node.CreationTimestamp.Time, node.CreationTimestamp.Time
+	case prev == nil, prev.ready == nil && cur != nil, prev.ready != nil && cur == nil:
+		next.probe, next.readyTransition = now, now
+	case cur != nil && !prev.ready.LastHeartbeatTime.Equal(&cur.LastHeartbeatTime):
+		next.probe, next.readyTransition = now, prev.readyTransition
+		if !prev.ready.LastTransitionTime.Equal(&cur.LastTransitionTime) {
+			next.readyTransition = now
+		}
+	default:
+		next.probe, next.readyTransition = prev.probe, prev.readyTransition
+	}
+	if prev != nil {
+		next.leaseRenew = prev.leaseRenew
+	}
+	if cur != nil {
+		next.ready = cur.DeepCopy()
+	}
+	if lease != nil && lease.Spec.RenewTime != nil && (next.leaseRenew == nil || next.leaseRenew.Before(lease.Spec.RenewTime)) {
+		next.leaseRenew = lease.Spec.RenewTime.DeepCopy()
+		next.probe = now
+	}
+	return next
+}
+
+// gracePeriod is how long a node may go unseen: the startup grace period until it has
+// reported a Ready condition, the monitor grace period after.
+func gracePeriod(node *corev1.Node, monitorGrace, startupGrace time.Duration) time.Duration {
+	if readyCondition(&node.Status) == nil {
+		return startupGrace
+	}
+	return monitorGrace
+}
+
+// conditionsUnknown returns the node's conditions with Ready and the pressure conditions
+// set to Unknown, as upstream does for a node that stopped reporting, and whether the Ready
+// condition changed. now is the transition time; conditions already Unknown keep theirs.
+func conditionsUnknown(node *corev1.Node, now time.Time) ([]corev1.NodeCondition, bool) {
+	conds := append([]corev1.NodeCondition(nil), node.Status.Conditions...)
+	readyChanged := false
+	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		i := conditionIndex(conds, t)
+		switch {
+		case i < 0:
+			conds = append(conds, corev1.NodeCondition{
+				Type: t, Status: corev1.ConditionUnknown,
+				Reason: "NodeStatusNeverUpdated", Message: "Kubelet never posted node status.",
+				LastHeartbeatTime: node.CreationTimestamp, LastTransitionTime: metav1.NewTime(now),
+			})
+			readyChanged = readyChanged || t == corev1.NodeReady
+		case conds[i].Status != corev1.ConditionUnknown:
+			conds[i].Status = corev1.ConditionUnknown
+			conds[i].Reason = "NodeStatusUnknown"
+			conds[i].Message = "Kubelet stopped posting node status."
+			conds[i].LastTransitionTime = metav1.NewTime(now)
+			readyChanged = readyChanged || t == corev1.NodeReady
+		}
+	}
+	return conds, readyChanged
+}
+
+func readyCondition(status *corev1.NodeStatus) *corev1.NodeCondition {
+	if i := conditionIndex(status.Conditions, corev1.NodeReady); i >= 0 {
+		return &status.Conditions[i]
+	}
+	return nil
+}
+
+func conditionIndex(conds []corev1.NodeCondition, t corev1.NodeConditionType) int {
+	for i := range conds {
+		if conds[i].Type == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// readyStatus is the node's Ready status, Unknown when it has no Ready condition.
+func readyStatus(node *corev1.Node) corev1.ConditionStatus {
+	if c := readyCondition(&node.Status); c != nil {
+		return c.Status
+	}
+	return corev1.ConditionUnknown
+}

@@ -1,0 +1,405 @@
+// Package nodelifecycle is upstream's node-lifecycle-controller: it watches every node's
+// heartbeats (its Lease and its Ready condition), marks a node that stopped reporting
+// Unknown, keeps the condition taints in step (NoSchedule at once, NoExecute at a rate
+// limited per zone, so that a zone outage does not evict everything at once), and marks the
+// pods of a node that is not ready NotReady.
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcm/kcm/internal/index"
+)
+
+// ControllerName is upstream's name for this controller.
+const ControllerName = "node-lifecycle-controller"
+
+// evictionPeriod is how often queued NoExecute taints are tried, as upstream's
+// NodeEvictionPeriod.
+const evictionPeriod = 100 * time.Millisecond
+
+// zonePass is the request of the periodic, cluster-wide pass (zone states and rate-limited
+// NoExecute tainting). No node can be named "".
+var zonePass = reconcile.Request{}
+
+// Reconciler is the node-lifecycle-controller. The command line's values go in the
+// exported fields; upstream's defaults are the flags' defaults.
+type Reconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	Clock    clock.Clock
+
+	MonitorPeriod          time.Duration // --node-monitor-period
+	MonitorGracePeriod     time.Duration // --node-monitor-grace-period
+	StartupGracePeriod     time.Duration // --node-startup-grace-period
+	EvictionRate           float32       // --node-eviction-rate
+	SecondaryEvictionRate  float32       // --secondary-node-eviction-rate
+	LargeClusterThreshold  int32         // --large-cluster-size-threshold
+	UnhealthyZoneThreshold float32       // --unhealthy-zone-threshold
+
+	mu      sync.Mutex
+	healths map[string]*health
+	known   map[string]types.UID
+	zones   map[string]*zone
+	kick    chan event.GenericEvent
+}
+
+// zone is the NoExecute tainting queue of one zone, drained at the zone's rate.
+type zone struct {
+	state   zoneState
+	rate    float32
+	limiter *rate.Limiter // nil when the rate is 0
+	queue   []string
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+
+// Reconcile syncs one node, or runs the zone pass.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == zonePass {
+		return r.runZonePass(ctx)
+	}
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	r.register(node)
+
+	// Condition taints and labels that follow the node's own report.
+	if err := r.syncNoScheduleTaintsAndLabels(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// Health: has the node been seen alive within its grace period?
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		lease = nil
+	}
+	now := r.Clock.Now()
+	r.mu.Lock()
+	prev := r.healths[node.Name]
+	h := observe(prev, node, lease, now)
+	r.healths[node.Name] = h
+	r.mu.Unlock()
+	wasReady := prev != nil && prev.ready != nil && prev.ready.Status == corev1.ConditionTrue
+
+	deadline := h.probe.Add(gracePeriod(node, r.MonitorGracePeriod, r.StartupGracePeriod))
+	if now.After(deadline) {
+		if err := r.markUnknown(ctx, node, now); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	ready := readyStatus(node)
+	if wasReady && ready != corev1.ConditionTrue {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "NodeNotReady", "NodeStatusChange",
+			"Node %s status is now: NodeNotReady", node.Name)
+	}
+	if err := r.syncNoExecuteTaint(ctx, node, ready); err != nil {
+		return reconcile.Result{}, err
+	}
+	if ready != corev1.ConditionTrue {
+		if err := r.markPodsNotReady(ctx, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if now.After(deadline) {
+		return reconcile.Result{}, nil
+	}
+	// Come back when the grace period runs out, unless a heartbeat comes first.
+	return reconcile.Result{RequeueAfter: deadline.Sub(now) + time.Millisecond}, nil
+}
+
+// register notes a node seen for the first time, with upstream's Event.
+func (r *Reconciler) register(node *corev1.Node) {
+	r.mu.Lock()
+	_, seen := r.known[node.Name]
+	r.known[node.Name] = node.UID
+	r.mu.Unlock()
+	if !seen {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "RegisteredNode", "Register",
+			"Node %s event: Registered Node %s in Controller", node.Name, node.Name)
+	}
+}
+
+// forget drops a deleted node, with upstream's Event.
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	uid, seen := r.known[name]
+	delete(r.known, name)
+	delete(r.healths, name)
+	for _, z := range r.zones {
+		z.queue = without(z.queue, name)
+	}
+	r.mu.Unlock()
+	if seen {
+		gone := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
+		r.Recorder.Eventf(gone, nil, corev1.EventTypeNormal, "RemovingNode", "Remove",
+			"Node %s event: Removing Node %s from Controller", name, name)
+	}
+}
+
+// syncNoScheduleTaintsAndLabels keeps the condition NoSchedule taints and the deprecated
+// beta OS/arch labels in step, in one patch.
+func (r *Reconciler) syncNoScheduleTaintsAndLabels(ctx context.Context, node *corev1.Node) error {
+	taints, taintsChanged := noScheduleTaints(node)
+	labels, labelsChanged := betaLabels(node.Labels)
+	if !taintsChanged && !labelsChanged {
+		return nil
+	}
+	orig := node.DeepCopy()
+	node.Spec.Taints, node.Labels = taints, labels
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating taints and labels of node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// betaLabels mirrors the stable OS and architecture labels onto their deprecated beta
+// names, as upstream does for old clients.
+func betaLabels(labels map[string]string) (map[string]string, bool) {
+	pairs := [][2]string{{corev1.LabelOSStable, "beta.kubernetes.io/os"}, {corev1.LabelArchStable, "beta.kubernetes.io/arch"}}
+	var out map[string]string
+	for _, p := range pairs {
+		v, ok := labels[p[0]]
+		if !ok || labels[p[1]] == v {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(labels)+2)
+			for k, v := range labels {
+				out[k] = v
+			}
+		}
+		out[p[1]] = v
+	}
+	if out == nil {
+		return labels, false
+	}
+	return out, true
+}
+
+// markUnknown writes the node's conditions as Unknown when its Ready condition is not yet.
+func (r *Reconciler) markUnknown(ctx context.Context, node *corev1.Node, now time.Time) error {
+	conds, readyChanged := conditionsUnknown(node, now)
+	if !readyChanged {
+		return nil
+	}
+	orig := node.DeepCopy()
+	node.Status.Conditions = conds
+	if err := r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("marking node %s Unknown: %w", node.Name, err)
+	}
+	log.FromContext(ctx).Info("Node stopped posting status; marked Unknown", "node", node.Name)
+	r.mu.Lock()
+	if h := r.healths[node.Name]; h != nil {
+		h.readyTransition = now
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// syncNoExecuteTaint removes the NoExecute taints of a ready node at once, swaps one for
+// the other at once when the node goes from not-ready to unreachable or back, and queues a
+// newly unhealthy node for tainting at its zone's rate.
+func (r *Reconciler) syncNoExecuteTaint(ctx context.Context, node *corev1.Node, ready corev1.ConditionStatus) error {
+	key := noExecuteKey(ready)
+	swap := key != "" && (hasNoExecute(node, corev1.TaintNodeNotReady) || hasNoExecute(node, corev1.TaintNodeUnreachable))
+	if key == "" || swap {
+		r.dequeue(node)
+		return r.setNoExecute(ctx, node, key)
+	}
+	if !hasNoExecute(node, key) && r.enqueue(node) {
+		r.kickZonePass()
+	}
+	return nil
+}
+
+func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key string) error {
+	taints, changed := withNoExecute(node.Spec.Taints, key, r.Clock.Now())
+	if !changed {
+		return nil
+	}
+	orig := node.DeepCopy()
+	node.Spec.Taints = taints
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating NoExecute taints of node %s: %w", node.Name, err)
+	}
+	if key != "" {
+		log.FromContext(ctx).Info("Tainted node NoExecute", "node", node.Name, "taint", key)
+	}
+	return nil
+}
+
+// enqueue queues the node for a NoExecute taint in its zone; false when already queued.
+func (r *Reconciler) enqueue(node *corev1.Node) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	z := r.zoneLocked(zoneKey(node))
+	for _, n := range z.queue {
+		if n == node.Name {
+			return false
+		}
+	}
+	z.queue = append(z.queue, node.Name)
+	return true
+}
+
+func (r *Reconciler) dequeue(node *corev1.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if z, ok := r.zones[zoneKey(node)]; ok {
+		z.queue = without(z.queue, node.Name)
+	}
+}
+
+// zoneLocked returns the zone, created in its initial state at the primary rate.
+func (r *Reconciler) zoneLocked(key string) *zone {
+	z, ok := r.zones[key]
+	if !ok {
+		z = &zone{state: stateInitial}
+		r.setRateLocked(z, r.EvictionRate)
+		r.zones[key] = z
+	}
+	return z
+}
+
+func (r *Reconciler) setRateLocked(z *zone, qps float32) {
+	if z.limiter != nil && z.rate == qps {
+		return
+	}
+	z.rate, z.limiter = qps, nil
+	if qps > 0 {
+		z.limiter = rate.NewLimiter(rate.Limit(qps), 1)
+	}
+}
+
+func (r *Reconciler) kickZonePass() {
+	select {
+	case r.kick <- event.GenericEvent{Object: &corev1.Node{}}:
+	default: // a pass is already due
+	}
+}
+
+// markPodsNotReady sets the Ready condition of the node's pods to False, with upstream's
+// Event, as the kubelet of an unreachable node cannot.
+func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node) error {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		cond := podReadyIndex(p)
+		if cond < 0 || p.Status.Conditions[cond].Status == corev1.ConditionFalse {
+			continue
+		}
+		orig := p.DeepCopy()
+		p.Status.Conditions[cond].Status = corev1.ConditionFalse
+		p.Status.Conditions[cond].LastTransitionTime = metav1.NewTime(r.Clock.Now())
+		err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "NodeNotReady", "MarkNotReady", "Node is not ready")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func podReadyIndex(p *corev1.Pod) int {
+	for i, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return i
+		}
+	}
+	return -1
+}
+
+func without(list []string, name string) []string {
+	out := list[:0]
+	for _, n := range list {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// SetupWithManager watches nodes, their Leases, and pods newly bound to a node; a channel
+// source brings the zone pass.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
+	if r.Client == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
+	}
+	if r.MonitorPeriod <= 0 || r.MonitorGracePeriod <= 0 || r.StartupGracePeriod <= 0 {
+		return fmt.Errorf("%s: monitor period and grace periods must be positive", ControllerName)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.healths, r.known, r.zones = map[string]*health{}, map[string]types.UID{}, map[string]*zone{}
+	r.kick = make(chan event.GenericEvent, 1)
+	r.kickZonePass()
+
+	nodeOfLease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() != corev1.NamespaceNodeLease {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	})
+	nodeOfPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*corev1.Pod).Spec.NodeName}}}
+	})
+	// Only a pod newly bound to a node matters: it may need marking NotReady.
+	newlyBound := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Node{}).
+		Watches(&coordinationv1.Lease{}, nodeOfLease).
+		Watches(&corev1.Pod{}, nodeOfPod, builder.WithPredicates(newlyBound)).
+		WatchesRawSource(source.Channel(r.kick, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
