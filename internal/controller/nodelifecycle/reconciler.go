@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/index"
@@ -389,8 +389,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	})
 	// Only a pod newly bound to a node matters: it may need marking NotReady.
 	newlyBound := predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName },
+		CreateFunc: func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
+		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
