@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/replicaset"
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
@@ -46,7 +48,7 @@ func Registry() []Descriptor {
 		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Flags: []string{"concurrent-daemonset-syncs"}},
 		{Name: "job-controller", Aliases: []string{"job"}, Flags: []string{"concurrent-job-syncs"}},
 		{Name: "podgroup-protection-controller"},
-		{Name: "deployment-controller", Aliases: []string{"deployment"}, Flags: []string{"concurrent-deployment-syncs"}},
+		{Name: "deployment-controller", Aliases: []string{"deployment"}, Setup: setupDeployment, Flags: []string{"concurrent-deployment-syncs"}},
 		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Setup: setupReplicaSet, Flags: []string{"concurrent-replicaset-syncs"}},
 		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"}, Flags: []string{"concurrent-horizontal-pod-autoscaler-syncs"}},
 		{Name: "disruption-controller", Aliases: []string{"disruption"}},
@@ -60,7 +62,7 @@ func Registry() []Descriptor {
 		{Name: "bootstrap-signer-controller", Aliases: []string{"bootstrapsigner"}, DisabledByDefault: true},
 		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
 		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
-		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle"}},
+		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle"}, Setup: setupNodeLifecycle, Flags: nodeLifecycleFlags},
 		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}},
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
 		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
@@ -78,7 +80,7 @@ func Registry() []Descriptor {
 		{Name: "device-taint-eviction-controller"},
 		{Name: "legacy-serviceaccount-token-cleaner-controller", Aliases: []string{"legacy-service-account-token-cleaner"}},
 		{Name: "validatingadmissionpolicy-status-controller", Flags: []string{"concurrent-validating-admission-policy-status-syncs"}},
-		{Name: "taint-eviction-controller"},
+		{Name: "taint-eviction-controller", Setup: setupTaintEviction},
 		{Name: "service-cidr-controller"},
 		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
 		{Name: "selinux-warning-controller", DisabledByDefault: true},
@@ -245,4 +247,23 @@ func setupReplicas(ctx *Context, kind replicaset.Kind, clientName, workersFlag s
 		Recorder:  ctx.Recorder(kind.ControllerName),
 	}
 	return r.SetupWithManager(ctx.Manager, ctx.Workers(workersFlag, 5))
+}
+
+func setupDeployment(ctx *Context) error {
+	if err := ctx.Index(&appsv1.ReplicaSet{}, index.ControllerUID, index.ControllerUIDOf); err != nil {
+		return err
+	}
+	if err := ctx.Index(&corev1.Pod{}, index.ControllerUID, index.ControllerUIDOf); err != nil {
+		return err
+	}
+	cl, err := ctx.Client("deployment-controller")
+	if err != nil {
+		return err
+	}
+	r := &deployment.Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(deployment.ControllerName),
+	}
+	return r.SetupWithManager(ctx.Manager, ctx.Workers("concurrent-deployment-syncs", 5))
 }

@@ -1,0 +1,225 @@
+// Package deployment is upstream's deployment-controller: one ReplicaSet per pod template,
+// rolled out by the RollingUpdate or Recreate strategy, scaled proportionally, paused,
+// rolled back, cleaned up to revisionHistoryLimit, and reported in status with the
+// Available and Progressing conditions.
+//
+// The flow follows upstream's syncDeployment. Decisions are pure functions in the small
+// files (rollout.go, proportion.go, replicasets.go, revision.go, progress.go, hash.go);
+// sync.go and strategy.go apply them. A sync works on a copy of the Deployment whose status
+// and annotations it changes along the way; they are written once, at the end, through the
+// status subresource (which also takes annotations, as upstream relies on).
+package deployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/ownership"
+)
+
+// ControllerName is upstream's name, also the reporting controller of its Events.
+const ControllerName = "deployment-controller"
+
+var deploymentGVK = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+// Reconciler rolls out Deployments through their ReplicaSets.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads around the cache: the Deployment's fresh state before adopting.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments/status,verbs=update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Reconcile syncs one Deployment.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cached := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cached); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &syncer{Reconciler: r, d: cached.DeepCopy(), written: cached, now: r.Clock.Now()}
+	after, err := s.sync(ctx)
+	// What the sync changed in status and annotations is written even when it failed
+	// part way: a collision count, a failed creation, a new revision.
+	if werr := s.writeStatus(ctx); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// Everything in the namespace is going away.
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// syncer is one sync of one Deployment.
+type syncer struct {
+	*Reconciler
+	// d is the Deployment being synced; the sync changes its status and annotations.
+	d *appsv1.Deployment
+	// written is d as last read or written: what writeStatus diffs against.
+	written *appsv1.Deployment
+	now     time.Time
+}
+
+// sync is upstream's syncDeployment. It returns when the Deployment needs another look
+// for its progress deadline (0: never).
+func (s *syncer) sync(ctx context.Context) (time.Duration, error) {
+	d := s.d
+	if reflect.DeepEqual(d.Spec.Selector, &metav1.LabelSelector{}) {
+		s.Recorder.Eventf(d, nil, corev1.EventTypeWarning, "SelectingAll", "Sync",
+			"This deployment is selecting all pods. A non-empty selector is required.")
+		d.Status.ObservedGeneration = max(d.Status.ObservedGeneration, d.Generation)
+		return 0, nil
+	}
+
+	// Observe: the ReplicaSets the Deployment controls, after adopting and releasing.
+	rsList, err := s.claimReplicaSets(ctx)
+	if err != nil {
+		return 0, err
+	}
+
+	if d.DeletionTimestamp != nil {
+		return 0, s.syncStatusOnly(ctx, rsList)
+	}
+
+	// Pausing and resuming reset the progress clock.
+	if c := pausedCondition(d, metav1.NewTime(s.now)); c != nil {
+		setCondition(&d.Status, *c)
+	}
+	if d.Spec.Paused {
+		return 0, s.scaleAndSyncStatus(ctx, rsList)
+	}
+	if rollbackTo(d) != nil {
+		// Not re-entrant: nothing else happens until the rollback request is cleared.
+		return 0, s.rollback(ctx, rsList)
+	}
+	scaling, err := s.isScalingEvent(ctx, rsList)
+	if err != nil {
+		return 0, err
+	}
+	if scaling {
+		return 0, s.scaleAndSyncStatus(ctx, rsList)
+	}
+
+	switch d.Spec.Strategy.Type {
+	case appsv1.RecreateDeploymentStrategyType:
+		pods, err := s.podsByReplicaSet(ctx, rsList)
+		if err != nil {
+			return 0, err
+		}
+		return s.rolloutRecreate(ctx, rsList, pods)
+	case appsv1.RollingUpdateDeploymentStrategyType:
+		return s.rolloutRolling(ctx, rsList)
+	}
+	return 0, reconcile.TerminalError(fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type))
+}
+
+// claimReplicaSets returns the ReplicaSets the Deployment controls: those it owns that
+// still match its selector, and the orphans matching it, which it adopts.
+func (s *syncer) claimReplicaSets(ctx context.Context) ([]*appsv1.ReplicaSet, error) {
+	d := s.d
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, reconcile.TerminalError(fmt.Errorf("deployment %s/%s has invalid label selector: %w", d.Namespace, d.Name, err))
+	}
+	var candidates []*appsv1.ReplicaSet
+	for _, key := range []string{string(d.UID), index.Orphan} {
+		list := &appsv1.ReplicaSetList{}
+		if err := s.Client.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			candidates = append(candidates, &list.Items[i])
+		}
+	}
+	claimer := &ownership.Claimer{Client: s.Client, Fresh: s.APIReader, Owner: d, OwnerGVK: deploymentGVK, Selector: selector}
+	return ownership.Claim(ctx, claimer, candidates)
+}
+
+// podsByReplicaSet lists, from the cache, the pods of each ReplicaSet (terminating and
+// finished ones included), by ReplicaSet UID.
+func (s *syncer) podsByReplicaSet(ctx context.Context, rsList []*appsv1.ReplicaSet) (map[types.UID][]*corev1.Pod, error) {
+	out := make(map[types.UID][]*corev1.Pod, len(rsList))
+	for _, rs := range rsList {
+		list := &corev1.PodList{}
+		if err := s.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(rs.UID)}); err != nil {
+			return nil, err
+		}
+		pods := make([]*corev1.Pod, len(list.Items))
+		for i := range list.Items {
+			pods[i] = &list.Items[i]
+		}
+		out[rs.UID] = pods
+	}
+	return out, nil
+}
+
+// writeStatus writes d's status and annotations when they differ from what was last read
+// or written, through the status subresource, failing on a conflict with a newer write.
+func (s *syncer) writeStatus(ctx context.Context) error {
+	data, err := client.MergeFrom(s.written).Data(s.d)
+	if err != nil {
+		return err
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(s.written, client.MergeFromWithOptimisticLock{})
+	if err := s.Client.Status().Patch(ctx, s.d, patch); err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	s.written = s.d.DeepCopy()
+	return nil
+}
+
+// SetupWithManager watches Deployments, their ReplicaSets (orphans too, for adoption), and
+// the deletion of their pods (a Recreate rollout waits for the old ones to be gone).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&appsv1.Deployment{}).
+		Watches(&appsv1.ReplicaSet{}, &replicaSetHandler{client: r.Client}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.recreateDeploymentOfPod),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
