@@ -26,7 +26,11 @@ func TestGetReplicaSetFraction(t *testing.T) {
 			rs: withSizes(newRS("a", 5, 5, 1), 10, 0), want: 5},
 		{name: "no annotation, no status: nothing", d: rolling(newDeployment("d", 20), i(0), i(1)), rs: newRS("a", 5, 5, 1), want: 0},
 		{name: "garbage annotation: status base", d: rolling(newDeployment("d", 20), i(0), i(1)), statusReplicas: 10,
-			rs: func() *appsv1.ReplicaSet { rs := newRS("a", 5, 5, 1); rs.Annotations[MaxReplicasAnnotation] = "-3"; return rs }(), want: 5},
+			rs: func() *appsv1.ReplicaSet {
+				rs := newRS("a", 5, 5, 1)
+				rs.Annotations[MaxReplicasAnnotation] = "-3"
+				return rs
+			}(), want: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

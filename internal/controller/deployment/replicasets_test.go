@@ -119,12 +119,16 @@ func TestHistoryToDelete(t *testing.T) {
 				withRevision(newRS("c", 0, 0, 3), "2")},
 			want: []string{"b", "c"}},
 		{name: "limit 0: all idle ones", limit: new(int32(0)),
-			old: []*appsv1.ReplicaSet{withRevision(newRS("a", 0, 0, 1), "1"), withRevision(newRS("b", 0, 0, 2), "2")},
+			old:  []*appsv1.ReplicaSet{withRevision(newRS("a", 0, 0, 1), "1"), withRevision(newRS("b", 0, 0, 2), "2")},
 			want: []string{"a", "b"}},
 		{name: "with replicas, pods, or unobserved: kept",
 			limit: new(int32(0)),
 			old: []*appsv1.ReplicaSet{withRevision(newRS("a", 1, 1, 1), "1"),
-				func() *appsv1.ReplicaSet { rs := withRevision(newRS("b", 0, 0, 2), "2"); rs.Status.Replicas = 1; return rs }(),
+				func() *appsv1.ReplicaSet {
+					rs := withRevision(newRS("b", 0, 0, 2), "2")
+					rs.Status.Replicas = 1
+					return rs
+				}(),
 				unobserved(withRevision(newRS("c", 0, 0, 3), "3"))}},
 		{name: "being deleted: neither counted nor deleted", limit: new(int32(1)),
 			old: []*appsv1.ReplicaSet{deleting(withRevision(newRS("a", 0, 0, 1), "1")), withRevision(newRS("b", 0, 0, 2), "2")}},
