@@ -111,9 +111,13 @@ func (s *syncer) sync(ctx context.Context) (time.Duration, error) {
 		return 0, s.syncStatusOnly(ctx, rsList)
 	}
 
-	// Pausing and resuming reset the progress clock.
+	// Pausing and resuming reset the progress clock. As upstream, the condition is written
+	// at once: a resumed rollout replaces it within the same sync.
 	if c := pausedCondition(d, metav1.NewTime(s.now)); c != nil {
 		setCondition(&d.Status, *c)
+		if err := s.writeStatus(ctx); err != nil {
+			return 0, err
+		}
 	}
 	if d.Spec.Paused {
 		return 0, s.scaleAndSyncStatus(ctx, rsList)
