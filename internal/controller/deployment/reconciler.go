@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -70,11 +71,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if werr := s.writeStatus(ctx); werr != nil {
 		err = errors.Join(err, werr)
 	}
-	if err != nil {
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// Everything in the namespace is going away.
-			return reconcile.Result{}, nil
-		}
+	switch {
+	case err == nil:
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// Everything in the namespace is going away.
+		return reconcile.Result{}, nil
+	case apierrors.IsConflict(err):
+		// The cache was behind: the newer Deployment or ReplicaSet is on its way, and its
+		// event brings the Deployment back. Nothing was decided on the stale state.
+		log.FromContext(ctx).V(4).Info("Sync based on a stale cache, waiting for the newer version", "err", err)
+		return reconcile.Result{}, nil
+	default:
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: after}, nil

@@ -56,7 +56,8 @@ func (s *syncer) newReplicaSet(ctx context.Context, rsList, oldRSs []*appsv1.Rep
 			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue,
 				reasonFoundNewRS, fmt.Sprintf("Found new replica set %q", rs.Name), now))
 		}
-		return rs, nil
+		// Written at once, as upstream: the rest of the sync may replace the condition.
+		return rs, s.writeStatus(ctx)
 	}
 	if !create {
 		return nil, nil
@@ -109,7 +110,7 @@ func (s *syncer) newReplicaSet(ctx context.Context, rsList, oldRSs []*appsv1.Rep
 		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue,
 			reasonNewReplicaSet, fmt.Sprintf("Created new replica set %q", rs.Name), now))
 	}
-	return rs, nil
+	return rs, s.writeStatus(ctx)
 }
 
 // scaleReplicaSet sets rs's size to replicas with the replicas annotations of d's current
@@ -244,10 +245,6 @@ func (s *syncer) rollback(ctx context.Context, rsList []*appsv1.ReplicaSet) erro
 	d := s.d
 	newRS, oldRSs, err := s.newAndOldReplicaSets(ctx, rsList, true)
 	if err != nil {
-		return err
-	}
-	// What finding the new ReplicaSet changed goes to status before d itself is updated.
-	if err := s.writeStatus(ctx); err != nil {
 		return err
 	}
 	allRSs := append(oldRSs, newRS)
