@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -124,6 +125,55 @@ var _ = Describe("node-lifecycle-controller", func() {
 			g.Expect(readyOf(n).Status).To(Equal(corev1.ConditionTrue))
 			g.Expect(n.Spec.Taints).To(BeEmpty())
 		}).Should(Succeed())
+	})
+
+	It("evicts the pods of a dead node after their tolerationSeconds, keeps a tolerating pod, and cancels pending evictions when the node heals", func() {
+		register("healthy", nil)
+		node := register("dead", nil)
+		tolerating := func(name string, seconds *int64) *corev1.Pod {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: node.Name + "-" + name},
+				Spec: corev1.PodSpec{
+					NodeName:   node.Name,
+					Containers: []corev1.Container{{Name: "c", Image: "pause"}},
+					Tolerations: []corev1.Toleration{{
+						Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+						Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds,
+					}},
+				},
+			}
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, p))).To(Succeed()) })
+			return p
+		}
+		quick := tolerating("quick", ptr.To(int64(2)))
+		forever := tolerating("forever", nil)
+		patient := tolerating("patient", ptr.To(int64(12)))
+		exists := func(p *corev1.Pod) bool {
+			got := &corev1.Pod{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got)
+			return err == nil && got.DeletionTimestamp == nil
+		}
+
+		kubelet.setAlive(node.Name, false)
+		var taintedAt time.Time
+		Eventually(func(g Gomega) {
+			g.Expect(taintKeys(getNode(g, node.Name), corev1.TaintEffectNoExecute)).To(ContainElement(corev1.TaintNodeUnreachable))
+		}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
+		taintedAt = time.Now()
+		Eventually(func() bool { return exists(quick) }, 10*time.Second, 100*time.Millisecond).Should(BeFalse())
+		Expect(time.Since(taintedAt)).To(BeNumerically(">=", time.Second), "evicted before its tolerationSeconds")
+		Expect(exists(forever)).To(BeTrue())
+		Expect(exists(patient)).To(BeTrue())
+
+		// The node heals well before the patient pod's 12s: its eviction is cancelled.
+		kubelet.setAlive(node.Name, true)
+		reportReady(node)
+		Eventually(func(g Gomega) {
+			g.Expect(getNode(g, node.Name).Spec.Taints).To(BeEmpty())
+		}).Should(Succeed())
+		Consistently(func() bool { return exists(patient) && exists(forever) },
+			time.Until(taintedAt.Add(14*time.Second)), 500*time.Millisecond).Should(BeTrue())
 	})
 
 	It("marks a node that never reports Unknown after the startup grace period", func() {
