@@ -1,0 +1,102 @@
+package podgc_test
+
+import (
+	"context"
+	"slices"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// holdFinalizer keeps a deleted pod readable, so that a spec can see what podgc wrote.
+const holdFinalizer = "kcm.test/hold"
+
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "podgc-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// createPod creates a pod bound to node ("" for none); hold adds holdFinalizer.
+func createPod(ctx context.Context, ns, name, node string, hold bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if hold {
+		p.Finalizers = []string{holdFinalizer}
+	}
+	Expect(env.Client.Create(ctx, p)).To(Succeed())
+	return p
+}
+
+// setPhase plays the kubelet: it reports the pod in phase, with reason.
+func setPhase(ctx context.Context, p *corev1.Pod, phase corev1.PodPhase, reason string) {
+	Eventually(func() error {
+		cur := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+			return err
+		}
+		cur.Status.Phase, cur.Status.Reason = phase, reason
+		return env.Client.Status().Update(ctx, cur)
+	}).Should(Succeed())
+}
+
+// getPod reads a pod from the API server; nil when it is gone.
+func getPod(g Gomega, ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return p
+}
+
+// createNode creates a node with taints, reporting Ready when ready (otherwise it has no
+// Ready condition, as a node whose kubelet never reported).
+func createNode(ctx context.Context, name string, ready bool, taints ...corev1.Taint) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}}
+	Expect(env.Client.Create(ctx, n)).To(Succeed())
+	if ready {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
+	}
+	return n
+}
+
+func disruptionTarget(p *corev1.Pod) *corev1.PodCondition {
+	i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget })
+	if i < 0 {
+		return nil
+	}
+	return &p.Status.Conditions[i]
+}
+
+// cleanup deletes every pod of the namespace, releasing held ones, and the nodes, so that
+// no terminated pod counts towards the next spec's threshold.
+func cleanup(ctx context.Context, ns string, nodes []string) {
+	pods := &corev1.PodList{}
+	Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if len(p.Finalizers) > 0 {
+			Expect(client.IgnoreNotFound(env.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, p, client.GracePeriodSeconds(0)))).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty())
+	}).Should(Succeed())
+	for _, n := range nodes {
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+	}
+}

@@ -1,0 +1,195 @@
+package podgc_test
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/controller/podgc"
+	"github.com/kcm/kcm/internal/manager"
+	"github.com/kcm/kcm/internal/options"
+)
+
+var _ = Describe("pod-garbage-collector-controller", func() {
+	ctx := context.Background()
+	var (
+		ns    string
+		nodes []string
+	)
+	BeforeEach(func() {
+		ns, nodes = newNamespace(ctx), nil
+	})
+	AfterEach(func() { cleanup(ctx, ns, nodes) })
+
+	node := func(suffix string, ready bool, taints ...corev1.Taint) string {
+		n := createNode(ctx, ns+"-"+suffix, ready, taints...)
+		nodes = append(nodes, n.Name)
+		return n.Name
+	}
+	// exists checks every pod named is there and not being deleted.
+	live := func(g Gomega, names ...string) {
+		for _, name := range names {
+			p := getPod(g, ns, name)
+			g.Expect(p).NotTo(BeNil(), "pod %s", name)
+			g.Expect(p.DeletionTimestamp).To(BeNil(), "pod %s", name)
+		}
+	}
+
+	It("deletes the terminated pods above the threshold, evicted first then oldest, and keeps the others", func() {
+		Expect(threshold).To(Equal(3))
+		// Created in reverse order of name, a second apart (creation timestamps count whole
+		// seconds): e is the oldest, a the newest.
+		pods := map[string]*corev1.Pod{"e": createPod(ctx, ns, "e", "", false)}
+		time.Sleep(1100 * time.Millisecond)
+		for _, name := range []string{"d", "c", "b"} {
+			pods[name] = createPod(ctx, ns, name, "", false)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		pods["a"] = createPod(ctx, ns, "a", "", false)
+		// a, the newest, is evicted. Whatever passes run while the pods finish, a and e go.
+		setPhase(ctx, pods["a"], corev1.PodFailed, "Evicted")
+		setPhase(ctx, pods["e"], corev1.PodSucceeded, "")
+		setPhase(ctx, pods["b"], corev1.PodSucceeded, "")
+		setPhase(ctx, pods["c"], corev1.PodFailed, "")
+		setPhase(ctx, pods["d"], corev1.PodSucceeded, "")
+
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "a")).To(BeNil())
+			g.Expect(getPod(g, ns, "e")).To(BeNil())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) { live(g, "b", "c", "d") }, 3*period, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("deletes the pods of a node that does not exist after the quarantine, with DisruptionTarget, and keeps those of nodes that exist", func() {
+		real := node("real", true)
+		ghost, late := ns+"-ghost", ns+"-late"
+		pods := []*corev1.Pod{
+			createPod(ctx, ns, "orphan-held", ghost, true),
+			createPod(ctx, ns, "orphan", ghost, false),
+			createPod(ctx, ns, "kept", real, false),
+			createPod(ctx, ns, "late", late, false),
+		}
+		created := time.Now()
+		for _, p := range pods {
+			setPhase(ctx, p, corev1.PodRunning, "")
+		}
+		// The late node shows up during the quarantine of its pod.
+		time.Sleep(time.Second)
+		nodes = append(nodes, late)
+		createNode(ctx, late, true)
+
+		// Until the quarantine ends, nothing is deleted.
+		Consistently(func(g Gomega) { live(g, "orphan-held", "orphan", "kept", "late") },
+			quarantine/2-time.Since(created), 100*time.Millisecond).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "orphan")).To(BeNil())
+			p := getPod(g, ns, "orphan-held")
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(p.DeletionGracePeriodSeconds).To(HaveValue(BeZero()))
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+			// The generation the patch saw; the deletion that followed bumped it.
+			g.Expect(p.Generation).To(Equal(int64(2)))
+			g.Expect(p.Status.ObservedGeneration).To(Equal(int64(1)))
+			c := disruptionTarget(p)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(podgc.ReasonDeletionByPodGC))
+			g.Expect(c.Message).To(Equal("PodGC: node no longer exists"))
+			g.Expect(c.ObservedGeneration).To(Equal(int64(1)))
+			g.Expect(c.LastTransitionTime.IsZero()).To(BeFalse())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			live(g, "kept", "late")
+			g.Expect(getPod(g, ns, "kept").Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(getPod(g, ns, "late").Status.Phase).To(Equal(corev1.PodRunning))
+		}, 3*period, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("marks a terminating unscheduled pod Failed, without DisruptionTarget, and deletes it", func() {
+		doomed := createPod(ctx, ns, "doomed", "", true)
+		createPod(ctx, ns, "pending", "", false)
+		// Unscheduled: the API server sets grace period 0, the finalizer keeps it.
+		Expect(env.Client.Delete(ctx, doomed)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			p := getPod(g, ns, "doomed")
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+			g.Expect(disruptionTarget(p)).To(BeNil())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			live(g, "pending")
+			g.Expect(getPod(g, ns, "pending").Status.Phase).To(Equal(corev1.PodPending))
+		}, 3*period, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("force-deletes the terminating pods of a not-ready node tainted out-of-service, marked Failed without DisruptionTarget", func() {
+		outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}
+		oos := node("oos", false, outOfService)
+		readyTainted := node("ready-tainted", true, outOfService)
+		notReady := node("not-ready", false)
+		pods := []*corev1.Pod{
+			createPod(ctx, ns, "held", oos, true),
+			createPod(ctx, ns, "gone", oos, false),
+			createPod(ctx, ns, "running", oos, false),
+			createPod(ctx, ns, "on-ready", readyTainted, false),
+			createPod(ctx, ns, "on-not-ready", notReady, false),
+		}
+		for _, p := range pods {
+			setPhase(ctx, p, corev1.PodRunning, "")
+		}
+		// Bound and running: deleting gives them the default 30s grace period, which no
+		// kubelet will end.
+		for _, p := range pods {
+			if p.Name != "running" {
+				Expect(env.Client.Delete(ctx, p)).To(Succeed())
+			}
+		}
+
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "gone")).To(BeNil())
+			p := getPod(g, ns, "held")
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.DeletionGracePeriodSeconds).To(HaveValue(BeZero()))
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+			g.Expect(disruptionTarget(p)).To(BeNil())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			live(g, "running")
+			for _, name := range []string{"running", "on-ready", "on-not-ready"} {
+				p := getPod(g, ns, name)
+				g.Expect(p).NotTo(BeNil(), name)
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), name)
+				if name != "running" {
+					g.Expect(p.DeletionGracePeriodSeconds).To(HaveValue(BeNumerically("==", 30)), name)
+				}
+			}
+		}, 3*period, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("is set up by the registry, acting on --terminated-pod-gc-threshold", func() {
+		i := slices.IndexFunc(controller.Registry(), func(d controller.Descriptor) bool { return d.Name == podgc.ControllerName })
+		Expect(i).NotTo(BeNumerically("<", 0))
+		d := controller.Registry()[i]
+		Expect(d.Built()).To(BeTrue())
+		Expect(d.Flags).To(ContainElement("terminated-pod-gc-threshold"))
+
+		// The registry's setup reads the flag by name and type (a mistake panics) on a
+		// manager that is never started.
+		opts := options.New()
+		Expect(opts.Parse(suiteFlags)).To(Succeed())
+		cfg := manager.RESTConfig(env.Config, opts)
+		mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Setup(&controller.Context{Manager: mgr, Options: opts, Config: cfg})).To(Succeed())
+	})
+})
