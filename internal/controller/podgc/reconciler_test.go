@@ -33,7 +33,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		nodes = append(nodes, n.Name)
 		return n.Name
 	}
-	// exists checks every pod named is there and not being deleted.
+	// live checks that every pod named is there and not being deleted.
 	live := func(g Gomega, names ...string) {
 		for _, name := range names {
 			p := getPod(g, ns, name)
@@ -68,15 +68,17 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 	})
 
 	It("deletes the pods of a node that does not exist after the quarantine, with DisruptionTarget, and keeps those of nodes that exist", func() {
-		real := node("real", true)
+		existing := node("existing", true)
 		ghost, late := ns+"-ghost", ns+"-late"
+		// No pod can be seen missing its node before it exists, so none can go before
+		// created plus the quarantine.
+		created := time.Now()
 		pods := []*corev1.Pod{
 			createPod(ctx, ns, "orphan-held", ghost, true),
 			createPod(ctx, ns, "orphan", ghost, false),
-			createPod(ctx, ns, "kept", real, false),
+			createPod(ctx, ns, "kept", existing, false),
 			createPod(ctx, ns, "late", late, false),
 		}
-		created := time.Now()
 		for _, p := range pods {
 			setPhase(ctx, p, corev1.PodRunning, "")
 		}
@@ -85,9 +87,9 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		nodes = append(nodes, late)
 		createNode(ctx, late, true)
 
-		// Until the quarantine ends, nothing is deleted.
+		// Halfway through the quarantine, nothing is deleted yet.
 		Consistently(func(g Gomega) { live(g, "orphan-held", "orphan", "kept", "late") },
-			quarantine/2-time.Since(created), 100*time.Millisecond).Should(Succeed())
+			time.Until(created.Add(quarantine/2)), 100*time.Millisecond).Should(Succeed())
 
 		Eventually(func(g Gomega) {
 			g.Expect(getPod(g, ns, "orphan")).To(BeNil())
