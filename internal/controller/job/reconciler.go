@@ -1,0 +1,565 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/expectations"
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/pod"
+)
+
+// Reconciler runs the pods of one Job and keeps its status.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads around the cache: the Job's fresh state before adopting pods.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	// PodFailureBackoff is the delay before a failed pod is replaced, doubled for each
+	// further consecutive failure up to MaxPodFailureBackoff. Zero means upstream's 10s
+	// and 10m.
+	PodFailureBackoff    time.Duration
+	MaxPodFailureBackoff time.Duration
+	// BatchPeriod delays the sync after a pod event or a status-only Job update, so that
+	// bursts coalesce. Zero means upstream's 1s.
+	BatchPeriod time.Duration
+
+	expectations *expectations.Expectations
+	finalizers   *finalizerExpectations
+	backoff      *backoffStore
+	written      *writtenVersions
+}
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+
+// Reconcile observes the Job's pods, decides whether it succeeded or failed, creates or
+// deletes pods, and records finished pods in status before it releases their finalizers.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	key := req.NamespacedName
+	logger := log.FromContext(ctx)
+	job := &batchv1.Job{}
+	if err := r.Client.Get(ctx, key, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if managedByOther(job) {
+		logger.V(2).Info("Skipping a Job managed by another controller", "managedBy", *job.Spec.ManagedBy)
+		return reconcile.Result{}, nil
+	}
+	if r.written.stale(key, job.UID, job.ResourceVersion) {
+		// The cache has not caught up with our last status write; its update event will
+		// bring the Job back.
+		logger.V(4).Info("Waiting for the cache to show the last status written", "resourceVersion", job.ResourceVersion)
+		return reconcile.Result{}, nil
+	}
+	if isFinished(job) {
+		r.backoff.forget(key)
+		return reconcile.Result{}, nil
+	}
+	if m := job.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "UnknownCompletionMode", "Sync", "Skipped Job sync because completion mode is unknown")
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("unknown completion mode %q", *m))
+	}
+
+	// Read before listing pods: a sync that starts with stale expectations must not act.
+	satisfied := r.expectations.Satisfied(key)
+	pods, err := r.podsForJob(ctx, job)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// Compare.
+	orig := job.DeepCopy()
+	now := r.Clock.Now()
+	s := newSyncState(job, pods, r.finalizers.expected(key), r.backoff.get(key), now)
+	requeue := max(s.evaluate(now), 0)
+
+	// Act.
+	active := int32(len(s.active))
+	var manageErr error
+	var event *jobEvent
+	if s.finished != nil {
+		// Failed or met the success policy: no pod runs any more. Their finalizers stay
+		// until the tracking below counts them.
+		deleted, deletedReady, err := r.deletePods(ctx, job, s.active, false)
+		if deleted != active || !satisfied {
+			// Pods remain, or the cache may not show all of them yet.
+			s.finished = nil
+		}
+		active -= deleted
+		s.terminating += deleted
+		s.ready -= deletedReady
+		manageErr = err
+	} else {
+		managed := false
+		if satisfied && job.DeletionTimestamp == nil {
+			var wait time.Duration
+			active, wait, manageErr = r.manageJob(ctx, s, now)
+			requeue = shortest(requeue, wait)
+			managed = true
+		}
+		if isComplete(job, s.succeeded, active) {
+			s.finished = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonCompletionsReached, msgCompletionsReached, now)
+		} else if managed {
+			if reason, msg := applySuspension(job, now); reason != "" {
+				event = &jobEvent{corev1.EventTypeNormal, reason, msg}
+			}
+		}
+	}
+	job.Status.Active = active
+	job.Status.Ready = ptr.To(s.ready)
+	job.Status.Terminating = ptr.To(s.terminating)
+
+	// Status.
+	if err := r.trackStatus(ctx, s, orig, now); err != nil {
+		return reconcile.Result{}, errors.Join(manageErr, fmt.Errorf("tracking status: %w", err))
+	}
+	if event != nil {
+		r.Recorder.Eventf(job, nil, event.eventType, event.reason, event.reason, event.message)
+	}
+	if manageErr != nil {
+		return reconcile.Result{}, manageErr
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+type jobEvent struct{ eventType, reason, message string }
+
+// shortest is the sooner of two requeue delays, 0 meaning none.
+func shortest(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return max(b, 0)
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.expectations.Forget(key)
+	r.finalizers.forget(key)
+	r.backoff.forget(key)
+	r.written.forget(key)
+}
+
+// podsForJob lists, from the cache, the pods the Job controls and the orphans of its
+// namespace, adopts the orphans its selector matches (adding the tracking finalizer),
+// releases its pods that stopped matching, and returns what it controls.
+func (r *Reconciler) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+	if err != nil {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "InvalidSelector", "Sync", "Invalid selector: %v", err)
+		return nil, reconcile.TerminalError(fmt.Errorf("invalid selector: %w", err))
+	}
+	var candidates []*corev1.Pod
+	orphans := sets.New[types.UID]()
+	for _, owner := range []string{string(job.UID), index.Orphan} {
+		list := &corev1.PodList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingFields{index.ControllerUID: owner}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			candidates = append(candidates, p)
+			if owner == index.Orphan {
+				orphans.Insert(p.UID)
+			}
+		}
+	}
+	claimer := &ownership.Claimer{Client: r.Client, Fresh: r.APIReader, Owner: job, OwnerGVK: jobGVK, Selector: selector}
+	pods, err := ownership.Claim(ctx, claimer, candidates)
+	if err != nil {
+		return nil, err
+	}
+	// An adopted pod is tracked like the Job's own: it gets the finalizer.
+	for _, p := range pods {
+		if !orphans.Has(p.UID) || hasTrackingFinalizer(p) {
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers": []string{batchv1.JobTrackingFinalizer},
+			"uid":        p.UID,
+		}})
+		if err := r.Client.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+			return nil, fmt.Errorf("adding the tracking finalizer to adopted pod %s: %w", p.Name, err)
+		}
+	}
+	return pods, nil
+}
+
+// manageJob creates or deletes pods towards the wanted number of active ones and returns
+// the resulting number, and how long to wait when the pod failure backoff holds creations
+// back. A suspended Job loses all its active pods. At most MaxPodCreateDeletePerSync pods
+// are created or deleted, never both in one sync.
+func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time) (int32, time.Duration, error) {
+	job := s.job
+	key := client.ObjectKeyFromObject(job)
+	active := int32(len(s.active))
+	want := desiredActive(job, s.succeeded, active)
+	if isSuspended(job) {
+		want = 0
+	}
+	victims := activePodsForRemoval(job, s.active, int(max(active-want, 0)))
+	if len(victims) > 0 {
+		victims = victims[:min(len(victims), MaxPodCreateDeletePerSync)]
+		log.FromContext(ctx).V(4).Info("Too many pods running", "deleting", len(victims), "want", want)
+		keys := make([]string, len(victims))
+		for i, p := range victims {
+			keys[i] = podKey(p)
+		}
+		r.expectations.ExpectDeletions(key, keys)
+		deleted, deletedReady, err := r.deletePods(ctx, job, victims, true)
+		s.terminating += deleted
+		s.ready -= deletedReady
+		return active - deleted, 0, err
+	}
+
+	diff := want - active
+	if onlyReplaceFailedPods(job) {
+		diff -= s.terminating
+	}
+	if diff <= 0 {
+		return active, 0, nil
+	}
+	if !hasBackoffLimitPerIndex(job) {
+		if wait := remainingBackoff(s.newBackoff.failuresAfterLastSuccess, s.newBackoff.lastFailure, now, r.PodFailureBackoff, r.MaxPodFailureBackoff); wait > 0 {
+			return active, max(wait, r.BatchPeriod), nil
+		}
+	}
+	diff = min(diff, MaxPodCreateDeletePerSync)
+	var indexes []int
+	if isIndexed(job) {
+		indexes = firstPendingIndexes(s, int(diff), int(ptr.Deref(job.Spec.Completions, 0)))
+		if hasBackoffLimitPerIndex(job) {
+			var wait time.Duration
+			if indexes, wait = r.creatableIndexes(indexes, s.delayedDeletion, now); wait > 0 {
+				return active, max(wait, r.BatchPeriod), nil
+			}
+		}
+		diff = int32(len(indexes))
+		if diff == 0 {
+			return active, 0, nil
+		}
+	}
+	log.FromContext(ctx).V(4).Info("Too few pods running", "creating", diff, "want", want)
+	r.expectations.ExpectCreations(key, int(diff))
+	created, err := slowStartBatch(int(diff), func(i int) error {
+		ix, replaced := unknownCompletionIndex, (*corev1.Pod)(nil)
+		if indexes != nil {
+			ix, replaced = indexes[i], s.delayedDeletion[indexes[i]]
+		}
+		return r.createPod(ctx, job, podForJob(job, ix, replaced))
+	})
+	// Creations that failed or were never tried will never be observed.
+	for range int(diff) - created {
+		r.expectations.CreationObserved(key)
+	}
+	if errors.Is(err, errNamespaceTerminating) {
+		err = nil
+	}
+	return active + int32(created), 0, err
+}
+
+// creatableIndexes keeps the indexes whose own backoff (backoffLimitPerIndex) has passed;
+// when none has, it returns the shortest wait instead.
+func (r *Reconciler) creatableIndexes(indexes []int, delayed map[int]*corev1.Pod, now time.Time) ([]int, time.Duration) {
+	var ready []int
+	var wait time.Duration
+	for _, ix := range indexes {
+		d := time.Duration(0)
+		if last := delayed[ix]; last != nil {
+			t := finishTime(last)
+			d = remainingBackoff(absoluteFailureCount(last)+1, &t, now, r.PodFailureBackoff, r.MaxPodFailureBackoff)
+		}
+		if d == 0 {
+			ready = append(ready, ix)
+		} else if wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	if len(ready) > 0 {
+		return ready, 0
+	}
+	return nil, wait
+}
+
+var errNamespaceTerminating = errors.New("namespace is terminating")
+
+// slowStartBatch calls fn for 0..count-1 in parallel batches of 1, 2, 4, ... and stops
+// after a batch with a failure: what fails once (quota, admission) usually fails for all.
+// It returns the number of successful calls and the first error.
+func slowStartBatch(count int, fn func(i int) error) (int, error) {
+	successes, next := 0, 0
+	for batch := min(count, 1); batch > 0; batch = min(2*batch, count-next) {
+		errs := make(chan error, batch)
+		var wg sync.WaitGroup
+		for i := next; i < next+batch; i++ {
+			wg.Go(func() {
+				if err := fn(i); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		next += batch
+		successes += batch - len(errs)
+		if len(errs) > 0 {
+			return successes, <-errs
+		}
+	}
+	return successes, nil
+}
+
+func (r *Reconciler) createPod(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
+	err := r.Client.Create(ctx, p)
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(job, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
+		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// Everything in the namespace is going away; nothing to report.
+		return errNamespaceTerminating
+	default:
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
+		return err
+	}
+}
+
+// deletePods deletes pods in parallel and returns how many are gone (a pod already gone
+// counts) and how many of those were ready. With releaseFinalizer (suspension, scaling
+// down) each pod first loses its tracking finalizer: it is neither a success nor a
+// failure. Otherwise (the Job finishes) the finalizer stays so that tracking counts the
+// pod. With releaseFinalizer the deletions are expected (see manageJob).
+func (r *Reconciler) deletePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod, releaseFinalizer bool) (int32, int32, error) {
+	key := client.ObjectKeyFromObject(job)
+	var (
+		mu                    sync.Mutex
+		deleted, deletedReady int32
+		firstErr              error
+		wg                    sync.WaitGroup
+	)
+	for _, p := range pods {
+		wg.Go(func() {
+			err := r.deletePod(ctx, job, p, releaseFinalizer)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && releaseFinalizer {
+				r.expectations.DeletionObserved(key, podKey(p))
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			deleted++
+			if err == nil && pod.IsReady(p) {
+				deletedReady++
+			}
+		})
+	}
+	wg.Wait()
+	return deleted, deletedReady, firstErr
+}
+
+func (r *Reconciler) deletePod(ctx context.Context, job *batchv1.Job, p *corev1.Pod, releaseFinalizer bool) error {
+	if releaseFinalizer && hasTrackingFinalizer(p) {
+		if err := r.removeFinalizer(ctx, p); err != nil {
+			return fmt.Errorf("removing tracking finalizer: %w", err)
+		}
+	}
+	err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(job, p, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted pod: %v", p.Name)
+	case apierrors.IsNotFound(err):
+	default:
+		r.Recorder.Eventf(job, p, corev1.EventTypeWarning, "FailedDelete", "Delete", "Error deleting: %v", err)
+	}
+	return err
+}
+
+// removeFinalizer drops the tracking finalizer from a pod, leaving any other finalizer.
+func (r *Reconciler) removeFinalizer(ctx context.Context, p *corev1.Pod) error {
+	return removeTrackingFinalizer(ctx, r.Client, p)
+}
+
+func removeTrackingFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"$deleteFromPrimitiveList/finalizers": []string{batchv1.JobTrackingFinalizer},
+	}})
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+	return c.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch))
+}
+
+// trackStatus counts finished pods in two steps around the removal of their finalizers
+// (see planTracking), then adds the terminal condition once nothing is left to count or
+// to terminate, and records the Job's outcome.
+func (r *Reconciler) trackStatus(ctx context.Context, s *syncState, orig *batchv1.Job, now time.Time) error {
+	key := client.ObjectKeyFromObject(s.job)
+	plan := s.planTracking(now)
+	if err := r.writeStatus(ctx, s.job, orig); err != nil {
+		return fmt.Errorf("adding uncounted pods to status: %w", err)
+	}
+	r.backoff.set(key, s.newBackoff)
+
+	removed, rmErr := r.removeFinalizers(ctx, key, plan.removeFinalizer)
+	for _, uid := range removed {
+		plan.withFinalizer.Delete(uid)
+	}
+	countRemovedFinalizers(&s.job.Status, plan.withFinalizer)
+	if rmErr != nil {
+		// Record the partial progress; the rest is retried.
+		return errors.Join(rmErr, r.writeStatus(ctx, s.job, orig))
+	}
+	finished := !plan.reachedMax && s.finish(now)
+	if err := r.writeStatus(ctx, s.job, orig); err != nil {
+		return fmt.Errorf("removing uncounted pods from status: %w", err)
+	}
+	if finished {
+		r.recordFinished(s.job, s.finished)
+	}
+	return nil
+}
+
+// removeFinalizers removes the tracking finalizer from the pods in parallel and returns
+// the UIDs of those that no longer have it (or are gone).
+func (r *Reconciler) removeFinalizers(ctx context.Context, key types.NamespacedName, pods []*corev1.Pod) ([]types.UID, error) {
+	if len(pods) == 0 {
+		return nil, nil
+	}
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	r.finalizers.expect(key, uids...)
+	var (
+		mu       sync.Mutex
+		removed  []types.UID
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for _, p := range pods {
+		wg.Go(func() {
+			err := r.removeFinalizer(ctx, p)
+			if err != nil {
+				// No update will show this removal.
+				r.finalizers.observed(key, p.UID)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && !apierrors.IsNotFound(err) {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("removing tracking finalizer from %s: %w", p.Name, err)
+				}
+				return
+			}
+			removed = append(removed, p.UID)
+		})
+	}
+	wg.Wait()
+	return removed, firstErr
+}
+
+// writeStatus patches the Job's status when it differs from orig, guarded by orig's
+// resourceVersion: counters computed from a stale Job must not be written. On success
+// job holds what the API server stored and orig becomes a copy of it.
+func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) error {
+	if equality.Semantic.DeepEqual(orig.Status, job.Status) {
+		return nil
+	}
+	data, err := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}).Data(job)
+	if err != nil {
+		return err
+	}
+	// Decode the answer into an empty Job: decoding into job would keep fields the
+	// answer leaves out.
+	stored := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
+	if err := r.Client.Status().Patch(ctx, stored, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return err
+	}
+	r.written.wrote(client.ObjectKeyFromObject(job), stored.UID, stored.ResourceVersion)
+	*job = *stored
+	*orig = *stored.DeepCopy()
+	return nil
+}
+
+// recordFinished reports the terminal condition as upstream does.
+func (r *Reconciler) recordFinished(job *batchv1.Job, c *batchv1.JobCondition) {
+	if c.Type == batchv1.JobComplete {
+		if job.Spec.Completions != nil && job.Status.Succeeded > *job.Spec.Completions {
+			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "TooManySucceededPods", "Complete", "Too many succeeded pods running after completion count reached")
+		}
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "Completed", "Complete", "Job completed")
+		return
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, c.Reason, "Fail", "%s", c.Message)
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// SetupWithManager watches Jobs and their pods, and runs the companion controller that
+// releases the finalizers of pods no Job tracks any more (orphanReconciler).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.PodFailureBackoff <= 0 {
+		r.PodFailureBackoff = DefaultPodFailureBackoff
+	}
+	if r.MaxPodFailureBackoff <= 0 {
+		r.MaxPodFailureBackoff = DefaultMaxPodFailureBackoff
+	}
+	if r.BatchPeriod <= 0 {
+		r.BatchPeriod = DefaultBatchPeriod
+	}
+	r.expectations = expectations.New(r.Clock)
+	r.finalizers = newFinalizerExpectations()
+	r.backoff = newBackoffStore()
+	r.written = newWrittenVersions()
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		Watches(&batchv1.Job{}, &jobHandler{r: r}).
+		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),
+		}).
+		Complete(r)
+	if err != nil {
+		return err
+	}
+	return (&orphanReconciler{client: r.Client}).setupWithManager(mgr, workers)
+}
