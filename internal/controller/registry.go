@@ -42,7 +42,7 @@ func Registry() []Descriptor {
 		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Setup: setupReplicationController, Flags: []string{"concurrent-rc-syncs"}},
 		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}, Setup: setupPodGC, Flags: []string{"terminated-pod-gc-threshold"}},
 		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Flags: []string{"concurrent-resource-quota-syncs"}},
-		{Name: "namespace-controller", Aliases: []string{"namespace"}, Flags: []string{"concurrent-namespace-syncs"}},
+		{Name: "namespace-controller", Aliases: []string{"namespace"}, Setup: setupNamespace, Flags: namespaceFlags},
 		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Setup: setupServiceAccount},
 		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Flags: []string{"concurrent-gc-syncs"}},
 		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Flags: []string{"concurrent-daemonset-syncs"}},
