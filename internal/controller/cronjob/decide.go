@@ -18,6 +18,9 @@ import (
 // wording.
 type notice struct {
 	Type, Reason, Action, Note string
+	// Related is the Job the Event is about, if any: Events about different Jobs stay
+	// apart instead of being counted as one series.
+	Related *batchv1.Job
 }
 
 func normal(reason, action, format string, args ...any) notice {
@@ -81,7 +84,9 @@ func accountJobs(st *batchv1.CronJobStatus, jobs []*batchv1.Job) accounting {
 		case done:
 			if listed {
 				removeActive(st, j.UID)
-				out.Events = append(out.Events, normal("SawCompletedJob", "Sync", "Saw completed job: %s, condition: %v", j.Name, cond))
+				e := normal("SawCompletedJob", "Sync", "Saw completed job: %s, condition: %v", j.Name, cond)
+				e.Related = j
+				out.Events = append(out.Events, e)
 			}
 			// A successful Job counts even when it is no longer listed as active.
 			if succeeded(j) && j.Status.CompletionTime != nil &&
