@@ -2,6 +2,7 @@ package deployment_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -243,6 +244,8 @@ type podState struct {
 	Live, Ready map[string]int
 	// All counts every pod, terminating ones included.
 	All map[string]int
+	// Pods names every pod with its readiness, for failure messages.
+	Pods []string
 }
 
 func (s podState) total(m map[string]int) int {
@@ -271,6 +274,7 @@ func observePods(ctx context.Context, ns string) func() []podState {
 				for _, p := range list.Items {
 					h := p.Labels[hashLabel]
 					s.All[h]++
+					s.Pods = append(s.Pods, fmt.Sprintf("%s(ready=%v,deleting=%v)", p.Name, isReady(&p), p.DeletionTimestamp != nil))
 					if p.DeletionTimestamp == nil {
 						s.Live[h]++
 						if isReady(&p) {

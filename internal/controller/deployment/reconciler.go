@@ -67,9 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	s := &syncer{Reconciler: r, d: cached.DeepCopy(), written: cached, now: r.Clock.Now()}
 	after, err := s.sync(ctx)
 	// What the sync changed in status and annotations is written even when it failed
-	// part way: a collision count, a failed creation, a new revision.
-	if werr := s.writeStatus(ctx); werr != nil {
-		err = errors.Join(err, werr)
+	// part way (a collision count, a failed creation), unless it failed on a stale cache.
+	if err == nil || !apierrors.IsConflict(err) {
+		if werr := s.writeStatus(ctx); werr != nil {
+			err = errors.Join(err, werr)
+		}
 	}
 	switch {
 	case err == nil:

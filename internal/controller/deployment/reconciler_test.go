@@ -107,8 +107,8 @@ var _ = Describe("deployment-controller", func() {
 		maxTotal, minReady, mixed := 0, replicas, 0
 		for i, s := range states {
 			total, ready := s.total(s.Live), s.total(s.Ready)
-			Expect(total).To(BeNumerically("<=", replicas+surge), "state %d: %+v", i, s)
-			Expect(ready).To(BeNumerically(">=", replicas-unavailable), "state %d: %+v", i, s)
+			Expect(total).To(BeNumerically("<=", replicas+surge), "state %d of %+v", i, states)
+			Expect(ready).To(BeNumerically(">=", replicas-unavailable), "state %d of %+v", i, states)
 			maxTotal, minReady = max(maxTotal, total), min(minReady, ready)
 			if s.Live[oldHash] > 0 && s.total(s.Live) > s.Live[oldHash] {
 				mixed++

@@ -106,7 +106,12 @@ func maxScaledDown(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *app
 // unhealthyCleanup scales old ReplicaSets, oldest first, down by their unavailable
 // replicas, at most limit in all: removing pods that are not available costs no
 // availability, and lets a rollout stuck on them continue. It sorts oldRSs.
-func unhealthyCleanup(oldRSs []*appsv1.ReplicaSet, limit int32) []scaleStep {
+//
+// An old ReplicaSet reporting more available pods than it wants has a status older than its
+// last scale-down: as upstream, that is an invalid request, and the error (with the steps
+// planned before it) tells the caller to scale no further old ReplicaSet in this sync, since
+// the availability it would count on is not there.
+func unhealthyCleanup(oldRSs []*appsv1.ReplicaSet, limit int32) ([]scaleStep, error) {
 	sort.Sort(byCreation(oldRSs))
 	var steps []scaleStep
 	var total int32
@@ -118,10 +123,14 @@ func unhealthyCleanup(oldRSs []*appsv1.ReplicaSet, limit int32) []scaleStep {
 			continue
 		}
 		n := min(limit-total, *rs.Spec.Replicas-rs.Status.AvailableReplicas)
+		if n < 0 {
+			return steps, fmt.Errorf("when cleaning up unhealthy replicas, got invalid request to scale down %s/%s %d -> %d",
+				rs.Namespace, rs.Name, *rs.Spec.Replicas, *rs.Spec.Replicas-n)
+		}
 		steps = append(steps, scaleStep{rs: rs, replicas: *rs.Spec.Replicas - n})
 		total += n
 	}
-	return steps
+	return steps, nil
 }
 
 // oldScaleDown scales old ReplicaSets, oldest first, down by the available pods above

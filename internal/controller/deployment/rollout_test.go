@@ -134,10 +134,11 @@ func TestMaxScaledDown(t *testing.T) {
 
 func TestUnhealthyCleanup(t *testing.T) {
 	tests := []struct {
-		name   string
-		oldRSs []*appsv1.ReplicaSet
-		limit  int32
-		want   map[string]int32
+		name    string
+		oldRSs  []*appsv1.ReplicaSet
+		limit   int32
+		want    map[string]int32
+		wantErr bool
 	}{
 		{name: "all healthy: nothing", oldRSs: []*appsv1.ReplicaSet{newRS("a", 3, 3, 1)}, limit: 5, want: map[string]int32{}},
 		{name: "unhealthy pods go, within the limit, oldest first",
@@ -148,11 +149,27 @@ func TestUnhealthyCleanup(t *testing.T) {
 			want: map[string]int32{"b": 0}},
 		{name: "limit reached", oldRSs: []*appsv1.ReplicaSet{newRS("a", 3, 0, 1), newRS("b", 3, 0, 2)}, limit: 3,
 			want: map[string]int32{"a": 0}},
+		{name: "status lagging a scale-down (more available than wanted): stop there, never scale up",
+			oldRSs: []*appsv1.ReplicaSet{newRS("a", 3, 1, 1), func() *appsv1.ReplicaSet {
+				rs := newRS("b", 3, 3, 2)
+				rs.Status.AvailableReplicas = 4
+				return rs
+			}(), newRS("c", 2, 0, 3)}, limit: 5,
+			want: map[string]int32{"a": 1}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sizes(unhealthyCleanup(tt.oldRSs, tt.limit)); !maps.Equal(got, tt.want) {
+			steps, err := unhealthyCleanup(tt.oldRSs, tt.limit)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if got := sizes(steps); !maps.Equal(got, tt.want) {
 				t.Errorf("unhealthyCleanup = %v, want %v", got, tt.want)
+			}
+			for _, step := range steps {
+				if step.replicas > *step.rs.Spec.Replicas {
+					t.Errorf("%s scaled up to %d", step.rs.Name, step.replicas)
+				}
 			}
 		})
 	}

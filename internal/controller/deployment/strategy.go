@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // rolloutRolling is one step of a RollingUpdate: grow the new ReplicaSet as far as maxSurge
@@ -72,7 +73,8 @@ func (s *syncer) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs []*
 		return false, nil
 	}
 	var total int32
-	for _, step := range unhealthyCleanup(oldRSs, limit) {
+	steps, invalid := unhealthyCleanup(oldRSs, limit)
+	for _, step := range steps {
 		_, scaled, err := s.scaleReplicaSet(ctx, step.rs, step.replicas, false)
 		if err != nil {
 			return total > 0, err
@@ -83,6 +85,11 @@ func (s *syncer) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs []*
 				oldRSs[i] = scaled
 			}
 		}
+	}
+	if invalid != nil {
+		// An old ReplicaSet's status lags its size: wait for it, as upstream.
+		log.FromContext(ctx).V(4).Info("Not scaling down old replica sets", "reason", invalid.Error())
+		return false, nil
 	}
 	allRSs = append(append([]*appsv1.ReplicaSet(nil), oldRSs...), newRS)
 	for _, step := range oldScaleDown(s.d, allRSs, oldRSs) {
