@@ -1,0 +1,467 @@
+package garbagecollector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+const (
+	// ControllerName is upstream's name for this controller.
+	ControllerName = "garbage-collector-controller"
+	// ClientName is upstream's client (service account) name for it.
+	ClientName = "generic-garbage-collector"
+	// DefaultWorkers is upstream's default of --concurrent-gc-syncs.
+	DefaultWorkers = 20
+
+	// orphanParallelism bounds the dependents patched at once for one owner; the client's
+	// rate limit bounds them further.
+	orphanParallelism = 16
+	// readyRecheck is how soon a finalizer waiting for the watches to sync is tried again.
+	readyRecheck = time.Second
+)
+
+// errWaitForWatches: the graph may not list all dependents yet.
+var errWaitForWatches = errors.New("waiting for the watches to sync")
+
+// ClientConfig is the collector's connection, as upstream builds it: base with twice the
+// QPS (each collected object costs two API calls: a read and a deletion) and the same
+// burst, a token bucket of its own, and the collector's User-Agent.
+func ClientConfig(base *rest.Config, qps float32, burst int, userAgent string) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS = 2 * qps
+	cfg.Burst = burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	cfg.UserAgent = userAgent
+	return cfg
+}
+
+// Reconciler is the garbage collector.
+type Reconciler struct {
+	// Config reaches the API server for the collector's live reads, writes and discovery
+	// (see ClientConfig). The metadata watches use the manager's configuration.
+	Config   *rest.Config
+	Recorder recorder.EventRecorder
+	Clock    clock.PassiveClock
+	// DiscoveryPeriod is how often discovery is run for new resources (default 30 s).
+	DiscoveryPeriod time.Duration
+	// IgnoredResources are never watched (default DefaultIgnoredResources).
+	IgnoredResources map[schema.GroupResource]struct{}
+
+	graph      *graph
+	mapper     meta.RESTMapper
+	metadata   metadata.Interface
+	discovery  discovery.DiscoveryInterface
+	cache      cache.Cache
+	controller controller.TypedController[request]
+	// requests carries the requests workers make for other items to the queue.
+	requests chan event.TypedGenericEvent[request]
+
+	mu      sync.Mutex
+	watches map[schema.GroupVersionResource]*resourceWatch
+}
+
+// resourceWatch is the metadata watch of one resource.
+type resourceWatch struct {
+	gvk      schema.GroupVersionKind
+	informer cache.Informer
+	started  time.Time
+}
+
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update;delete
+
+// Reconcile runs one request: the discovery pass, or an attempt to delete or to orphan.
+func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Result, error) {
+	switch req.Op {
+	case opDiscover:
+		return r.discover(ctx)
+	case opDelete:
+		return r.attemptToDelete(ctx, req.UID)
+	case opOrphan:
+		return r.attemptToOrphan(ctx, req.UID)
+	}
+	return reconcile.Result{}, nil
+}
+
+// discover watches the deletable resources discovery reports that are not watched yet, and
+// stops watching those it no longer reports; it comes back after DiscoveryPeriod. Failures
+// are logged and left to the next pass, as upstream.
+func (r *Reconciler) discover(ctx context.Context) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	next := reconcile.Result{RequeueAfter: r.DiscoveryPeriod}
+	preferred, err := r.discovery.ServerPreferredResources()
+	if err != nil {
+		logger.Info("Failed to discover some resources", "err", err.Error())
+	}
+	found := deletableResources(preferred, r.IgnoredResources)
+	if len(found) == 0 {
+		logger.V(2).Info("No resources reported by discovery, skipping garbage collector sync")
+		return next, nil
+	}
+	watched := r.watchedResources()
+	if failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok {
+		keepFailedGroups(found, watched, failed)
+	}
+	add, remove := resourceChanges(watched, found)
+	if len(add) == 0 && len(remove) == 0 {
+		logger.V(5).Info("No resource updates from discovery, skipping garbage collector sync")
+		return next, nil
+	}
+	logger.V(2).Info("Syncing garbage collector with updated resources from discovery", "added", len(add), "removed", len(remove))
+	var errs []error
+	for _, gvr := range remove {
+		errs = append(errs, r.unwatch(ctx, gvr))
+	}
+	for _, gvr := range add {
+		errs = append(errs, r.watch(ctx, gvr, found[gvr]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		logger.Error(err, "Failed to sync resource monitors; the next discovery pass retries")
+	}
+	return next, nil
+}
+
+func (r *Reconciler) watchedResources() map[schema.GroupVersionResource]schema.GroupVersionKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[schema.GroupVersionResource]schema.GroupVersionKind, len(r.watches))
+	for gvr, w := range r.watches {
+		out[gvr] = w.gvk
+	}
+	return out
+}
+
+// watch starts the metadata informer of a resource and feeds its events to the graph.
+func (r *Reconciler) watch(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) error {
+	inf, err := r.cache.GetInformer(ctx, partialObject(gvk), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("couldn't start monitor for resource %q: %w", gvr, err)
+	}
+	if err := r.controller.Watch(r.informerSource(inf, gvk)); err != nil {
+		return fmt.Errorf("couldn't watch resource %q: %w", gvr, err)
+	}
+	r.mu.Lock()
+	r.watches[gvr] = &resourceWatch{gvk: gvk, informer: inf, started: r.Clock.Now()}
+	r.mu.Unlock()
+	return nil
+}
+
+// unwatch stops the informer of a resource discovery no longer reports.
+func (r *Reconciler) unwatch(ctx context.Context, gvr schema.GroupVersionResource) error {
+	r.mu.Lock()
+	w, ok := r.watches[gvr]
+	delete(r.watches, gvr)
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := r.cache.RemoveInformer(ctx, partialObject(w.gvk)); err != nil {
+		return fmt.Errorf("stopping monitor for resource %q: %w", gvr, err)
+	}
+	return nil
+}
+
+func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
+}
+
+// watchesReady reports whether the graph can be trusted to list an owner's dependents.
+func (r *Reconciler) watchesReady() bool {
+	r.mu.Lock()
+	states := make([]watchState, 0, len(r.watches))
+	for _, w := range r.watches {
+		states = append(states, watchState{Synced: w.informer.HasSynced(), Started: w.started})
+	}
+	r.mu.Unlock()
+	return watchesReady(states, r.Clock.Now(), r.DiscoveryPeriod)
+}
+
+// attemptToDelete is upstream's attemptToDeleteWorker for one item.
+func (r *Reconciler) attemptToDelete(ctx context.Context, uid types.UID) (reconcile.Result, error) {
+	item, ok := r.graph.view(uid)
+	if !ok {
+		// Removed from the graph since it was queued: nothing left to decide.
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("item", item.identity.String()))
+	err := r.attemptToDeleteItem(ctx, item)
+	var mappingErr *restMappingError
+	switch {
+	case errors.Is(err, errVirtualDeleted):
+		return reconcile.Result{}, nil
+	case errors.Is(err, errClusterScopedDependentOfNamespacedOwner):
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("%s: %w", item.identity, err))
+	case errors.As(err, &mappingErr):
+		// A kind not served (yet): the next discovery may bring it.
+		log.FromContext(ctx).V(5).Info("Error syncing item", "err", err.Error())
+		return reconcile.Result{RequeueAfter: retryAfter(r.graph.retried(uid))}, nil
+	case errors.Is(err, errWaitForWatches):
+		return reconcile.Result{RequeueAfter: readyRecheck}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("error syncing item %s: %w", item.identity, err)
+	case !item.observed:
+		// A virtual node whose object exists: wait until a watch shows it, or a virtual node
+		// added and removed while a watch was re-established would stay forever.
+		log.FromContext(ctx).V(5).Info("Item hasn't been observed via informer yet")
+		return reconcile.Result{RequeueAfter: retryAfter(r.graph.retried(uid))}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// attemptToDeleteItem reads the item live and deletes it when all its owners are gone or
+// waiting for it, as upstream's attemptToDeleteItem.
+func (r *Reconciler) attemptToDeleteItem(ctx context.Context, item itemView) error {
+	logger := log.FromContext(ctx)
+	logger.V(2).Info("Processing item", "virtual", !item.observed)
+	// Being deleted is a one-way trip: the deletion's event brings the dependents here.
+	if item.beingDeleted && !item.deletingDependents {
+		return nil
+	}
+	latest, err := r.getObject(ctx, item.identity)
+	if apierrors.IsNotFound(err) || (err == nil && latest.UID != item.identity.UID) {
+		logger.V(5).Info("Item not found, generating a virtual delete event")
+		r.virtualDelete(ctx, item.identity)
+		return errVirtualDeleted
+	}
+	if err != nil {
+		return err
+	}
+	if item.deletingDependents {
+		return r.processDeletingDependents(ctx, item)
+	}
+	if len(latest.OwnerReferences) == 0 {
+		logger.V(2).Info("Item doesn't have an owner, continue on next item")
+		return nil
+	}
+	var owners classifiedOwners
+	for _, ref := range latest.OwnerReferences {
+		state, err := r.ownerState(ctx, item.identity, ref)
+		if err != nil {
+			return err
+		}
+		owners.add(ref, state)
+	}
+	facts := itemFacts{HasDependents: len(item.dependents) > 0, Finalizers: latest.Finalizers}
+	for _, d := range item.dependents {
+		facts.DependentDeletingDependents = facts.DependentDeletingDependents || d.deletingDependents
+	}
+	p := decide(owners, facts)
+	switch p.Action {
+	case removeOwnerRefs:
+		logger.V(2).Info("Item has at least one existing owner; removing the references to the others", "owners", p.Owners)
+		smp, err := deleteOwnerRefsStrategicPatch(item.identity.UID, p.Owners)
+		if err != nil {
+			return err
+		}
+		return r.patchOwnerRefs(ctx, item.identity, smp, func(cur *metav1.PartialObjectMetadata) ([]byte, error) {
+			return deleteOwnerRefsMergePatch(cur, p.Owners)
+		})
+	case deleteItem:
+		if p.Unblock && hasBlockingRef(latest.OwnerReferences) {
+			// Its owner and one of its dependents both wait for dependents: stop blocking the
+			// owner, or the two foreground deletions could wait for each other forever.
+			logger.V(2).Info("Item's owner and dependent both wait for their dependents' deletion; unblocking its owner references to prevent a cycle")
+			smp, err := unblockOwnerRefsStrategicPatch(item.identity.UID, latest.OwnerReferences)
+			if err != nil {
+				return err
+			}
+			if err := r.patchOwnerRefs(ctx, item.identity, smp, unblockOwnerRefsMergePatch); err != nil {
+				return err
+			}
+		}
+		logger.V(2).Info("Deleting item", "propagationPolicy", p.Policy)
+		err := r.deleteObject(ctx, item.identity, latest.ResourceVersion, latest.OwnerReferences, p.Policy)
+		if apierrors.IsNotFound(err) {
+			r.virtualDelete(ctx, item.identity)
+			return errVirtualDeleted
+		}
+		return err
+	}
+	return nil
+}
+
+func hasBlockingRef(refs []metav1.OwnerReference) bool {
+	for _, ref := range refs {
+		if isBlocking(ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerState classifies one owner of item with a live read, by UID, in the item's namespace
+// (or cluster-wide for a cluster-scoped kind), remembering owners found absent.
+func (r *Reconciler) ownerState(ctx context.Context, item objectRef, ref metav1.OwnerReference) (ownerState, error) {
+	key := ownerIdentity(ref, "")
+	if r.graph.isAbsent(key) {
+		return dangling, nil
+	}
+	key.Namespace = item.Namespace
+	if r.graph.isAbsent(key) {
+		return dangling, nil
+	}
+	gvr, namespaced, err := r.resource(key.GVK())
+	if err != nil {
+		return solid, err
+	}
+	if !namespaced {
+		key.Namespace = ""
+	}
+	if item.Namespace == "" && namespaced {
+		log.FromContext(ctx).V(2).Info("Item is cluster-scoped, but refers to a namespaced owner", "owner", key.String())
+		return solid, errClusterScopedDependentOfNamespacedOwner
+	}
+	live, err := r.metadata.Resource(gvr).Namespace(key.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return solid, err
+	}
+	state := ownerStateOf(ref, live)
+	if state == dangling {
+		log.FromContext(ctx).V(5).Info("Item's owner is not found", "owner", key.String())
+		r.graph.markAbsent(key)
+	}
+	return state, nil
+}
+
+// processDeletingDependents handles an item deleting in the foreground: it asks for its
+// blocking dependents to be deleted, and removes the foregroundDeletion finalizer once
+// there are none.
+func (r *Reconciler) processDeletingDependents(ctx context.Context, item itemView) error {
+	blocking := item.blockingDependents()
+	if len(blocking) == 0 {
+		if !r.watchesReady() {
+			return errWaitForWatches
+		}
+		log.FromContext(ctx).V(2).Info("Removing the foregroundDeletion finalizer")
+		return r.removeFinalizer(ctx, item.identity, metav1.FinalizerDeleteDependents)
+	}
+	var reqs []request
+	for _, dep := range blocking {
+		if !dep.deletingDependents {
+			log.FromContext(ctx).V(2).Info("Adding dependent to attemptToDelete, because its owner is deletingDependents", "dependent", dep.identity.String())
+			reqs = append(reqs, request{Op: opDelete, UID: dep.identity.UID})
+		}
+	}
+	r.enqueue(ctx, reqs...)
+	return nil
+}
+
+// attemptToOrphan removes the owner's references from its dependents, then its orphan
+// finalizer, as upstream's attemptToOrphanWorker.
+func (r *Reconciler) attemptToOrphan(ctx context.Context, uid types.UID) (reconcile.Result, error) {
+	owner, ok := r.graph.view(uid)
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	if !r.watchesReady() {
+		return reconcile.Result{RequeueAfter: readyRecheck}, nil
+	}
+	if err := r.orphanDependents(ctx, owner); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.removeFinalizer(ctx, owner.identity, metav1.FinalizerOrphanDependents); err != nil {
+		return reconcile.Result{}, fmt.Errorf("removing the orphan finalizer of %s: %w", owner.identity, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) orphanDependents(ctx context.Context, owner itemView) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, orphanParallelism)
+	)
+	ownerUIDs := []types.UID{owner.identity.UID}
+	for _, dep := range owner.dependents {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			smp, err := deleteOwnerRefsStrategicPatch(dep.identity.UID, ownerUIDs)
+			if err == nil {
+				err = r.patchOwnerRefs(ctx, dep.identity, smp, func(cur *metav1.PartialObjectMetadata) ([]byte, error) {
+					return deleteOwnerRefsMergePatch(cur, ownerUIDs)
+				})
+			}
+			// A strategic merge patch of a reference that is not there is no error.
+			if err != nil && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("orphaning %s: %w", dep.identity, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("failed to orphan dependents of owner %s: %w", owner.identity, err)
+	}
+	log.FromContext(ctx).V(5).Info("Successfully updated all dependents", "owner", owner.identity.String())
+	return nil
+}
+
+// virtualDelete tells the graph an object was found gone that no watch reported.
+func (r *Reconciler) virtualDelete(ctx context.Context, id objectRef) {
+	eff := r.graph.apply(change{
+		Type:    deleted,
+		Virtual: true,
+		GVK:     id.GVK(),
+		Object:  objectMeta{UID: id.UID, Name: id.Name, Namespace: id.Namespace},
+	})
+	r.enqueue(ctx, eff.requests()...)
+	r.report(ctx, eff.InvalidNamespace)
+}
+
+// enqueue hands requests for other items to the queue, through the controller's channel
+// source.
+func (r *Reconciler) enqueue(ctx context.Context, reqs ...request) {
+	for _, req := range reqs {
+		select {
+		case r.requests <- event.TypedGenericEvent[request]{Object: req}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// report records upstream's Event on dependents referencing an owner in another namespace.
+func (r *Reconciler) report(ctx context.Context, invalid []invalidOwnerRef) {
+	for _, i := range invalid {
+		log.FromContext(ctx).V(2).Info("Item references an owner but does not match namespaces", "item", i.Dependent.String(), "owner", i.Owner.String())
+		regarding := partialObject(i.Dependent.GVK())
+		regarding.Name, regarding.Namespace, regarding.UID = i.Dependent.Name, i.Dependent.Namespace, i.Dependent.UID
+		r.Recorder.Eventf(regarding, nil, "Warning", ReasonOwnerRefInvalidNamespace, actionGarbageCollect, "%s", i.Message())
+	}
+}
+
+const (
+	// ReasonOwnerRefInvalidNamespace is upstream's Event reason for a reference to an owner
+	// in another namespace.
+	ReasonOwnerRefInvalidNamespace = "OwnerRefInvalidNamespace"
+	// actionGarbageCollect is the events.k8s.io action of the collector's Events (upstream's
+	// core/v1 Events have none).
+	actionGarbageCollect = "GarbageCollect"
+)
