@@ -44,7 +44,7 @@ func Registry() []Descriptor {
 		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Flags: []string{"concurrent-resource-quota-syncs"}},
 		{Name: "namespace-controller", Aliases: []string{"namespace"}, Setup: setupNamespace, Flags: namespaceFlags},
 		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Setup: setupServiceAccount},
-		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Flags: []string{"concurrent-gc-syncs"}},
+		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Setup: setupGarbageCollector, Flags: garbageCollectorFlags},
 		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Flags: []string{"concurrent-daemonset-syncs"}},
 		{Name: "job-controller", Aliases: []string{"job"}, Setup: setupJob, Flags: []string{"concurrent-job-syncs"}},
 		{Name: "podgroup-protection-controller"},
