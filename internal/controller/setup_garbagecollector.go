@@ -10,11 +10,18 @@ import (
 var garbageCollectorFlags = []string{"enable-garbage-collector", "concurrent-gc-syncs"}
 
 // setupGarbageCollector runs the garbage collector as upstream wires it: not at all with
-// --enable-garbage-collector=false, else with --concurrent-gc-syncs workers, upstream's
-// ignored resources and discovery period, and a client of its own with twice the QPS.
+// --enable-garbage-collector=false (or --concurrent-gc-syncs=0, with which upstream starts no
+// worker), else with --concurrent-gc-syncs workers, upstream's ignored resources and
+// discovery period, and a client of its own with twice the QPS.
 func setupGarbageCollector(ctx *Context) error {
 	if !ctx.Options.Bool("enable-garbage-collector") {
 		log.Log.WithName("controllers").Info("Garbage collector disabled by --enable-garbage-collector=false", "controller", garbagecollector.ControllerName)
+		return nil
+	}
+	workers := ctx.Workers("concurrent-gc-syncs", garbagecollector.DefaultWorkers)
+	if workers < 1 {
+		// Upstream starts no worker then: nothing is ever collected.
+		log.Log.WithName("controllers").Info("Garbage collector not started: no workers", "controller", garbagecollector.ControllerName, "concurrent-gc-syncs", workers)
 		return nil
 	}
 	r := &garbagecollector.Reconciler{
@@ -24,5 +31,5 @@ func setupGarbageCollector(ctx *Context) error {
 		DiscoveryPeriod:  garbagecollector.DefaultDiscoveryPeriod,
 		IgnoredResources: garbagecollector.DefaultIgnoredResources(),
 	}
-	return r.SetupWithManager(ctx.Manager, ctx.Workers("concurrent-gc-syncs", garbagecollector.DefaultWorkers))
+	return r.SetupWithManager(ctx.Manager, workers)
 }
