@@ -21,6 +21,7 @@ func plainJob(completions *int32, parallelism int32) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"},
 		Spec: batchv1.JobSpec{
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 			Completions:  completions,
 			Parallelism:  ptr.To(parallelism),
 			BackoffLimit: ptr.To[int32](6),

@@ -533,6 +533,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
 		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
 	}
+	r.init()
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		Watches(&batchv1.Job{}, &jobHandler{r: r}).
+		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),
+		}).
+		Complete(r)
+	if err != nil {
+		return err
+	}
+	return (&orphanReconciler{client: r.Client}).setupWithManager(mgr, workers)
+}
+
+// init applies the production defaults to unset settings and creates the in-memory state.
+func (r *Reconciler) init() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -549,17 +567,4 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.finalizers = newFinalizerExpectations()
 	r.backoff = newBackoffStore()
 	r.written = newWrittenVersions()
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		Watches(&batchv1.Job{}, &jobHandler{r: r}).
-		Watches(&corev1.Pod{}, &podHandler{r: r}).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),
-		}).
-		Complete(r)
-	if err != nil {
-		return err
-	}
-	return (&orphanReconciler{client: r.Client}).setupWithManager(mgr, workers)
 }
