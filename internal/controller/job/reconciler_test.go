@@ -277,3 +277,26 @@ var _ = Describe("job-controller", func() {
 		expectNoFinalizers(j)
 	})
 })
+
+var _ = Describe("job-controller at scale", func() {
+	It("runs 100 pods at once to completion, counting each exactly once", func() {
+		ns := newNamespace()
+		j := create(newJob(ns, "wide", ptr.To[int32](100), 100))
+		start := time.Now()
+		pods := waitActive(j, 100)
+		created := time.Since(start)
+		start = time.Now()
+		for i := range pods {
+			succeed(&pods[i])
+		}
+		marked := time.Since(start)
+		start = time.Now()
+		done := expectFinishedWith(j, batchv1.JobSuccessCriteriaMet, batchv1.JobComplete, batchv1.JobReasonCompletionsReached)
+		counted := time.Since(start)
+		GinkgoWriter.Printf("100 pods: created in %v; the test marked them succeeded in %v; Complete %v later\n", created, marked, counted)
+		Expect(done.Status.Succeeded).To(Equal(int32(100)))
+		Expect(done.Status.Failed).To(BeZero())
+		expectNoFinalizers(j)
+		Consistently(func(g Gomega) { g.Expect(allPods(g, j)).To(HaveLen(100)) }, time.Second).Should(Succeed())
+	})
+})

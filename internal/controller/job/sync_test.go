@@ -400,6 +400,13 @@ func TestActivePodsForRemoval(t *testing.T) {
 	if want := []types.UID{b.UID, c.UID}; len(got) != 2 || !slices.Equal([]types.UID{got[0].UID, got[1].UID}, want) {
 		t.Errorf("plain: %v, want the unscheduled ones, pending first", uids(got))
 	}
+	// Newer first; unlike ReplicaSets, the deletion cost does not matter.
+	older := withAnnotation(newPod(corev1.PodRunning), "controller.kubernetes.io/pod-deletion-cost", "-100")
+	older.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour))
+	newer := newPod(corev1.PodRunning)
+	if got := activePodsForRemoval(plain, []*corev1.Pod{older, newer}, 1); len(got) != 1 || got[0] != newer {
+		t.Errorf("removed %v, want the newer pod", uids(got))
+	}
 }
 
 func TestPodForJob(t *testing.T) {
