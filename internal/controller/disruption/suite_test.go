@@ -1,0 +1,299 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestDisruptionController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "disruption-controller suite")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = testenv.Start([]string{"disruption-controller"})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pdb-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func labelsOf(app string) map[string]string { return map[string]string{"app": app} }
+
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}
+}
+
+// createReplicaSet creates a ReplicaSet (no replicaset-controller runs: its pods are the
+// test's), optionally controlled by owner.
+func createReplicaSet(ctx context.Context, ns, name string, replicas int32, owner *appsv1.Deployment) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labelsOf(name)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsOf(name)}, Spec: podSpec()},
+		},
+	}
+	if owner != nil {
+		rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+	}
+	Expect(env.Client.Create(ctx, rs)).To(Succeed())
+	return rs
+}
+
+// createPods creates n pods controlled by owner, labelled app=app, Ready when ready is set.
+func createPods(ctx context.Context, ns, app string, n int, owner *metav1.OwnerReference, ready bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: app + "-", Labels: labelsOf(app)},
+			Spec:       podSpec(),
+		}
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		if ready {
+			setReady(ctx, p, corev1.ConditionTrue)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// setReady plays the kubelet: the pod runs, Ready or not.
+func setReady(ctx context.Context, p *corev1.Pod, ready corev1.ConditionStatus) {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
+	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+}
+
+func createPDB(ctx context.Context, ns, app string, minAvailable, maxUnavailable *intstr.IntOrString) *policyv1.PodDisruptionBudget {
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: labelsOf(app)},
+			MinAvailable:   minAvailable,
+			MaxUnavailable: maxUnavailable,
+		},
+	}
+	Expect(env.Client.Create(ctx, pdb)).To(Succeed())
+	return pdb
+}
+
+type want struct {
+	expected, current, desired, allowed int32
+	reason                              string
+}
+
+// expectStatus waits for the budget's status, its DisruptionAllowed condition and its
+// observedGeneration.
+func expectStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget, w want) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &policyv1.PodDisruptionBudget{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)).To(Succeed())
+		s := got.Status
+		g.Expect(s.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect([]int32{s.ExpectedPods, s.CurrentHealthy, s.DesiredHealthy, s.DisruptionsAllowed}).
+			To(Equal([]int32{w.expected, w.current, w.desired, w.allowed}), "expectedPods, currentHealthy, desiredHealthy, disruptionsAllowed")
+		c := apimeta.FindStatusCondition(s.Conditions, policyv1.DisruptionAllowedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(w.reason))
+		g.Expect(c.Status).To(Equal(map[bool]metav1.ConditionStatus{true: metav1.ConditionTrue, false: metav1.ConditionFalse}[w.allowed > 0]))
+		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+}
+
+func evict(ctx context.Context, p *corev1.Pod) error {
+	return env.Client.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+	})
+}
+
+// expectEvent waits for an events.k8s.io Event about the object with the reason and note.
+func expectEvent(ctx context.Context, ns, regarding, eventType, reason, note string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == regarding && e.Reason == reason && e.Type == eventType && e.Note == note {
+				return
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %s: %s", e.Regarding.Name, e.Type, e.Reason, e.Note))
+		}
+		g.Expect(seen).To(ContainElement(fmt.Sprintf("%s %s %s: %s", regarding, eventType, reason, note)))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+var _ = Describe("disruption-controller", func() {
+	It("allows one disruption for minAvailable 2 of 3 ready pods, and the eviction API follows the status", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		rs := createReplicaSet(ctx, ns, "web", 3, nil)
+		ref := metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+		pods := createPods(ctx, ns, "web", 3, ref, true)
+		pdb := createPDB(ctx, ns, "web", new(intstr.FromInt32(2)), nil)
+		expectStatus(ctx, pdb, want{expected: 3, current: 3, desired: 2, allowed: 1, reason: policyv1.SufficientPodsReason})
+
+		By("evicting one pod: allowed, and the pod goes (unscheduled pods are deleted at once)")
+		Expect(evict(ctx, pods[0])).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pods[0]), &corev1.Pod{}))
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		expectStatus(ctx, pdb, want{expected: 2, current: 2, desired: 2, allowed: 0, reason: policyv1.InsufficientPodsReason})
+		Eventually(func(g Gomega) {
+			got := &policyv1.PodDisruptionBudget{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)).To(Succeed())
+			g.Expect(got.Status.DisruptedPods).To(BeEmpty(), "the deleted pod's entry is dropped")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		By("evicting another: refused with 429 while disruptionsAllowed is 0")
+		err := evict(ctx, pods[1])
+		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "got %v", err)
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pods[1]), &corev1.Pod{})).To(Succeed())
+	})
+
+	It("follows maxUnavailable 50% through the ReplicaSet's scale and pod readiness", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		rs := createReplicaSet(ctx, ns, "api", 4, nil)
+		ref := metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+		pods := createPods(ctx, ns, "api", 4, ref, true)
+		pdb := createPDB(ctx, ns, "api", nil, new(intstr.FromString("50%")))
+		expectStatus(ctx, pdb, want{expected: 4, current: 4, desired: 2, allowed: 2, reason: policyv1.SufficientPodsReason})
+
+		By("scaling the ReplicaSet to 6 (and creating its two new pods, not ready yet)")
+		rs.Spec.Replicas = new(int32(6))
+		Expect(env.Client.Update(ctx, rs)).To(Succeed())
+		createPods(ctx, ns, "api", 2, ref, false)
+		expectStatus(ctx, pdb, want{expected: 6, current: 4, desired: 3, allowed: 1, reason: policyv1.SufficientPodsReason})
+
+		By("a pod becoming unready")
+		setReady(ctx, pods[0], corev1.ConditionFalse)
+		expectStatus(ctx, pdb, want{expected: 6, current: 3, desired: 3, allowed: 0, reason: policyv1.InsufficientPodsReason})
+	})
+
+	It("counts a Deployment's scale for the pods of its ReplicaSet", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dep"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: new(int32(5)),
+				Selector: &metav1.LabelSelector{MatchLabels: labelsOf("dep")},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsOf("dep")}, Spec: podSpec()},
+			},
+		}
+		Expect(env.Client.Create(ctx, d)).To(Succeed())
+		rs := createReplicaSet(ctx, ns, "dep", 2, d)
+		createPods(ctx, ns, "dep", 2, metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")), true)
+		pdb := createPDB(ctx, ns, "dep", new(intstr.FromString("30%")), nil)
+		expectStatus(ctx, pdb, want{expected: 5, current: 2, desired: 2, allowed: 0, reason: policyv1.InsufficientPodsReason})
+	})
+
+	It("reads any other controller's /scale subresource (here a Deployment controlling pods directly)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "direct"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: new(int32(4)),
+				Selector: &metav1.LabelSelector{MatchLabels: labelsOf("direct")},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsOf("direct")}, Spec: podSpec()},
+			},
+		}
+		Expect(env.Client.Create(ctx, d)).To(Succeed())
+		createPods(ctx, ns, "direct", 3, metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment")), true)
+		pdb := createPDB(ctx, ns, "direct", nil, new(intstr.FromInt32(1)))
+		expectStatus(ctx, pdb, want{expected: 4, current: 3, desired: 3, allowed: 0, reason: policyv1.InsufficientPodsReason})
+	})
+
+	It("reports NoPods for a budget selecting nothing, and fails safe when a pod's controller has no scale", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		empty := createPDB(ctx, ns, "nothing", nil, new(intstr.FromInt32(1)))
+		expectStatus(ctx, empty, want{reason: policyv1.InsufficientPodsReason})
+		expectEvent(ctx, ns, "nothing", corev1.EventTypeNormal, "NoPods", "No matching pods found")
+
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		createPods(ctx, ns, "cm", 2, metav1.NewControllerRef(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap")), true)
+		pdb := createPDB(ctx, ns, "cm", nil, new(intstr.FromInt32(1)))
+		Eventually(func(g Gomega) {
+			got := &policyv1.PodDisruptionBudget{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)).To(Succeed())
+			c := apimeta.FindStatusCondition(got.Status.Conditions, policyv1.DisruptionAllowedCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(policyv1.SyncFailedReason))
+			g.Expect(c.Message).To(Equal("configmaps does not implement the scale subresource"))
+			g.Expect(got.Status.DisruptionsAllowed).To(BeZero())
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		expectEvent(ctx, ns, "cm", corev1.EventTypeWarning, "CalculateExpectedPodCountFailed",
+			"Failed to calculate the number of expected pods: configmaps does not implement the scale subresource")
+
+		By("a pod whose ReplicaSet does not exist")
+		ghost := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "ghost", UID: "0000-ghost", Controller: new(true)}
+		orphaned := createPods(ctx, ns, "ghost", 1, ghost, true)
+		createPDB(ctx, ns, "ghost", new(intstr.FromString("50%")), nil)
+		expectEvent(ctx, ns, "ghost", corev1.EventTypeWarning, "CalculateExpectedPodCountFailed",
+			fmt.Sprintf("Failed to calculate the number of expected pods: found no controllers for pod %q", orphaned[0].Name))
+	})
+
+	It("sets a stale DisruptionTarget condition to False", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		pods := createPods(ctx, ns, "stale", 2, nil, true)
+		mark := func(p *corev1.Pod, since time.Time) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI",
+				Message: "Eviction API: evicting", LastTransitionTime: metav1.NewTime(since),
+			})
+			Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+		}
+		// Marked 3 minutes ago and never deleted: stale. Marked now: not stale for 2 minutes.
+		mark(pods[0], time.Now().Add(-3*time.Minute))
+		mark(pods[1], time.Now())
+		condOf := func(p *corev1.Pod) func(g Gomega) corev1.PodCondition {
+			return func(g Gomega) corev1.PodCondition {
+				got := &corev1.Pod{}
+				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+				for _, c := range got.Status.Conditions {
+					if c.Type == corev1.DisruptionTarget {
+						return c
+					}
+				}
+				return corev1.PodCondition{}
+			}
+		}
+		Eventually(condOf(pods[0])).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Status", corev1.ConditionFalse), HaveField("Reason", ""), HaveField("Message", "")))
+		Consistently(condOf(pods[1])).WithTimeout(2 * time.Second).Should(HaveField("Status", corev1.ConditionTrue))
+	})
+})
