@@ -41,7 +41,7 @@ func Registry() []Descriptor {
 		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}},
 		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Setup: setupReplicationController, Flags: []string{"concurrent-rc-syncs"}},
 		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}, Setup: setupPodGC, Flags: []string{"terminated-pod-gc-threshold"}},
-		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Flags: []string{"concurrent-resource-quota-syncs"}},
+		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Setup: setupResourceQuota, Flags: resourceQuotaFlags},
 		{Name: "namespace-controller", Aliases: []string{"namespace"}, Setup: setupNamespace, Flags: namespaceFlags},
 		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Setup: setupServiceAccount},
 		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Setup: setupGarbageCollector, Flags: garbageCollectorFlags},

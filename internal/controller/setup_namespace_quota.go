@@ -7,13 +7,18 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/namespace"
+	"github.com/kcm/kcm/internal/controller/resourcequota"
 )
 
 // namespaceFlags are the upstream flags the namespace-controller reads.
 var namespaceFlags = []string{"concurrent-namespace-syncs", "namespace-sync-period"}
+
+// resourceQuotaFlags are the upstream flags the resourcequota-controller reads.
+var resourceQuotaFlags = []string{"concurrent-resource-quota-syncs", "resource-quota-sync-period"}
 
 // setupNamespace runs namespace-controller as upstream wires it: its own client at 20 times
 // --kube-api-qps and 100 times --kube-api-burst, a metadata client for the deletes and a
@@ -50,4 +55,43 @@ func setupNamespace(ctx *Context) error {
 		SyncPeriod: ctx.Options.Duration("namespace-sync-period"),
 	}
 	return r.SetupWithManager(ctx.Manager, ctx.Workers("concurrent-namespace-syncs", namespace.Workers))
+}
+
+// setupResourceQuota runs resourcequota-controller with its own client. Pods, services and
+// claims are read from the shared cache; the other kinds quotas count (count/<resource>,
+// configmaps, secrets, ...) from a metadata-only cache of the controller's own, because the
+// shared cache holds only some ConfigMaps and would hold whole Secrets.
+func setupResourceQuota(ctx *Context) error {
+	cl, err := ctx.Client(resourcequota.ClientName)
+	if err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(ctx.Config)
+	cfg.QPS = ctx.Options.KubeAPIQPS
+	cfg.Burst = int(ctx.Options.KubeAPIBurst)
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	cfg.UserAgent = UserAgent(resourcequota.ClientName)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("building HTTP client for %s: %w", resourcequota.ClientName, err)
+	}
+	counts, err := cache.New(cfg, cache.Options{
+		HTTPClient:       httpClient,
+		Scheme:           ctx.Manager.GetScheme(),
+		Mapper:           ctx.Manager.GetRESTMapper(),
+		DefaultTransform: resourcequota.MetadataTransform,
+	})
+	if err != nil {
+		return fmt.Errorf("building the object count cache of %s: %w", resourcequota.ControllerName, err)
+	}
+	if err := ctx.Manager.Add(counts); err != nil {
+		return err
+	}
+	r := &resourcequota.Reconciler{
+		Client:     cl,
+		Counts:     counts,
+		Mapper:     ctx.Manager.GetRESTMapper(),
+		SyncPeriod: ctx.Options.Duration("resource-quota-sync-period"),
+	}
+	return r.SetupWithManager(ctx.Manager, ctx.Workers("concurrent-resource-quota-syncs", resourcequota.Workers))
 }

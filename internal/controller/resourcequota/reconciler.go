@@ -1,0 +1,351 @@
+// Package resourcequota is upstream's resourcequota-controller: it fills a ResourceQuota's
+// status.hard from spec.hard as soon as the quota appears (the API server's quota admission
+// charges nothing before that), and keeps status.used true for every resource it can count:
+// it recounts a quota when objects it is charged for are deleted or change in a way that
+// changes their charge, and every --resource-quota-sync-period. Creations are charged by
+// the API server's admission, as upstream relies on.
+package resourcequota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+const (
+	// ControllerName is upstream's controller name.
+	ControllerName = "resourcequota-controller"
+	// ClientName is upstream's client (and service account) name.
+	ClientName = "resourcequota-controller"
+	// Workers is the default of --concurrent-resource-quota-syncs.
+	Workers = 5
+
+	// rediscoveryPeriod is how soon a quota counting a resource the API server does not
+	// serve (yet: e.g. a CRD not installed) looks again, as upstream rediscovers resources
+	// every 30 seconds.
+	rediscoveryPeriod = 30 * time.Second
+	// countTimeout bounds the wait for a new kind's objects to be listed into the cache.
+	countTimeout = 30 * time.Second
+	// missingUsagePriority puts quotas without usage ahead of recounts in the queue.
+	missingUsagePriority = 10
+)
+
+// Reconciler keeps one ResourceQuota's status true.
+type Reconciler struct {
+	// Client reads quotas, pods, services and claims from the shared cache and writes quota
+	// status through the controller's own connection.
+	Client client.Client
+	// Counts is a metadata-only cache of the other kinds quotas count (count/<resource>):
+	// kinds are added the first time a quota counts them.
+	Counts cache.Cache
+	// Mapper resolves count/<resource>.<group> to a kind.
+	Mapper meta.RESTMapper
+	Clock  clock.PassiveClock
+	// SyncPeriod is --resource-quota-sync-period: every quota is recounted that often.
+	SyncPeriod time.Duration
+
+	ctrl    controller.Controller
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+}
+
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=update;patch
+// +kubebuilder:rbac:groups=*,resources=*,verbs=list;watch
+
+// Reconcile recounts what the quota's namespace is charged for the quota's resources and
+// writes status when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rq := &corev1.ResourceQuota{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rq); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+
+	// Observe and measure.
+	now := r.Clock.Now()
+	next := r.SyncPeriod
+	measured, wake, errs := r.measure(ctx, rq, now)
+	if wake > 0 {
+		next = min(next, wake)
+	}
+
+	// Status.
+	st := newStatus(rq, measured)
+	if statusChanged(rq, st) {
+		orig := rq.DeepCopy()
+		rq.Status = st
+		if err := r.Client.Status().Patch(ctx, rq, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
+			errs = append(errs, fmt.Errorf("updating status: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// measure computes the usage of every hard resource kcm can count. wake, when positive, is
+// when the usage will change without an event (a terminating pod stops being charged) or
+// when a kind not yet served should be looked up again. Resources whose count failed are
+// left out, so they keep their last usage.
+func (r *Reconciler) measure(ctx context.Context, rq *corev1.ResourceQuota, now time.Time) (corev1.ResourceList, time.Duration, []error) {
+	selectors := scopeSelectors(rq)
+	measured := corev1.ResourceList{}
+	var wake time.Duration
+	soonest := func(d time.Duration) {
+		if d > 0 && (wake == 0 || d < wake) {
+			wake = d
+		}
+	}
+	var errs []error
+	for gr, names := range trackedNames(rq.Spec.Hard) {
+		var used corev1.ResourceList
+		var err error
+		switch gr {
+		case podsGR:
+			pods := &corev1.PodList{}
+			if err = r.Client.List(ctx, pods, client.InNamespace(rq.Namespace)); err != nil {
+				break
+			}
+			items := ptrs(pods.Items)
+			used, err = sumUsage(items, selectors, names, podMatchesScope, func(p *corev1.Pod) corev1.ResourceList { return podUsage(p, now) })
+			soonest(nextChargeEnd(items, now))
+		case servicesGR:
+			svcs := &corev1.ServiceList{}
+			if err = r.Client.List(ctx, svcs, client.InNamespace(rq.Namespace)); err != nil {
+				break
+			}
+			used, err = sumUsage(ptrs(svcs.Items), selectors, names, noScope[*corev1.Service], serviceUsage)
+		case pvcsGR:
+			pvcs := &corev1.PersistentVolumeClaimList{}
+			if err = r.Client.List(ctx, pvcs, client.InNamespace(rq.Namespace)); err != nil {
+				break
+			}
+			used, err = sumUsage(ptrs(pvcs.Items), selectors, names, pvcMatchesScope, pvcUsage)
+		default:
+			var n int
+			var served bool
+			n, served, err = r.count(ctx, gr, rq.Namespace)
+			if err == nil && !served {
+				soonest(rediscoveryPeriod)
+				continue
+			}
+			used = countUsage(n, selectors, names)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("counting %s: %w", gr, err))
+			continue
+		}
+		for name, q := range used {
+			measured[name] = q
+		}
+	}
+	return measured, wake, errs
+}
+
+// nextChargeEnd is how long until the first terminating pod stops being charged, 0 if none
+// will.
+func nextChargeEnd(pods []*corev1.Pod, now time.Time) time.Duration {
+	var next time.Duration
+	for _, p := range pods {
+		if charged, until := podCharged(p, now); charged && !until.IsZero() {
+			// The pod stops being charged just after until.
+			d := until.Sub(now) + time.Second
+			if next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	return next
+}
+
+// count counts the namespace's objects of a resource from the metadata cache, watching the
+// kind for deletions from then on. served is false when the API server does not serve the
+// resource in namespaces.
+func (r *Reconciler) count(ctx context.Context, gr schema.GroupResource, namespace string) (n int, served bool, err error) {
+	gvk, err := r.Mapper.KindFor(gr.WithVersion(""))
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return 0, false, err
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return 0, false, nil
+	}
+	if err := r.watch(gvk, gr); err != nil {
+		return 0, true, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	listCtx, cancel := context.WithTimeout(ctx, countTimeout)
+	defer cancel()
+	if err := r.Counts.List(listCtx, list, client.InNamespace(namespace)); err != nil {
+		return 0, true, err
+	}
+	return len(list.Items), true, nil
+}
+
+// watch starts watching a counted kind for deletions, once.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind, gr schema.GroupResource) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.Kind[client.Object](r.Counts, obj, r.replenish(gr, nil))
+	if err := r.ctrl.Watch(src); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	log.Log.WithName(ControllerName).Info("Counting objects for quota", "resource", gr.String())
+	return nil
+}
+
+// replenish is the event handler of a kind quotas charge: the quotas of the object's
+// namespace that count the kind are recounted when an object is deleted, or updated in a
+// way that matters (nil: never).
+func (r *Reconciler) replenish(gr schema.GroupResource, matters func(old, cur client.Object) bool) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if matters != nil && matters(e.ObjectOld, e.ObjectNew) {
+				r.enqueueQuotas(ctx, e.ObjectNew.GetNamespace(), gr, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.enqueueQuotas(ctx, e.Object.GetNamespace(), gr, q)
+		},
+	}
+}
+
+// enqueueQuotas queues the quotas of a namespace that count objects of gr.
+func (r *Reconciler) enqueueQuotas(ctx context.Context, namespace string, gr schema.GroupResource, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	quotas := &corev1.ResourceQuotaList{}
+	if err := r.Client.List(ctx, quotas, client.InNamespace(namespace)); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the quotas of a namespace to recount", "namespace", namespace)
+		return
+	}
+	for i := range quotas.Items {
+		if tracks(quotas.Items[i].Spec.Hard, gr) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])})
+		}
+	}
+}
+
+// quotaEvents queues a quota when it appears and when its spec.hard changes; its status
+// changes (by this controller, or by admission charging creations) are not a reason to
+// recount. A quota still missing usage goes ahead of recounts.
+func quotaEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], rq *corev1.ResourceQuota) {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rq)}
+		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && missingUsage(rq) {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(missingUsagePriority)}, req)
+			return
+		}
+		q.Add(req)
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object.(*corev1.ResourceQuota))
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, cur := e.ObjectOld.(*corev1.ResourceQuota), e.ObjectNew.(*corev1.ResourceQuota)
+			if !equality.Semantic.DeepEqual(old.Spec.Hard, cur.Spec.Hard) {
+				add(q, cur)
+			}
+		},
+	}
+}
+
+// SetupWithManager watches quotas, and the pods, services and claims they charge; other
+// counted kinds are watched once a quota counts them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.Counts == nil || r.Mapper == nil {
+		return fmt.Errorf("%s: Client, Counts and Mapper are required", ControllerName)
+	}
+	if r.SyncPeriod <= 0 {
+		return fmt.Errorf("%s: the sync period must be positive", ControllerName)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.watched = map[schema.GroupVersionKind]bool{}
+	now := func() time.Time { return r.Clock.Now() }
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		Watches(&corev1.ResourceQuota{}, quotaEvents()).
+		Watches(&corev1.Pod{}, r.replenish(podsGR, func(old, cur client.Object) bool {
+			return podUpdateMatters(old.(*corev1.Pod), cur.(*corev1.Pod), now())
+		})).
+		Watches(&corev1.Service{}, r.replenish(servicesGR, func(old, cur client.Object) bool {
+			return serviceUpdateMatters(old.(*corev1.Service), cur.(*corev1.Service))
+		})).
+		Watches(&corev1.PersistentVolumeClaim{}, r.replenish(pvcsGR, func(old, cur client.Object) bool {
+			return pvcUpdateMatters(old.(*corev1.PersistentVolumeClaim), cur.(*corev1.PersistentVolumeClaim))
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.ctrl = c
+	return nil
+}
+
+// MetadataTransform keeps of a counted object only what counting and watching need, so the
+// metadata cache holds no labels, annotations or owner references.
+func MetadataTransform(in any) (any, error) {
+	obj, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: obj.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              obj.Name,
+			Namespace:         obj.Namespace,
+			UID:               obj.UID,
+			ResourceVersion:   obj.ResourceVersion,
+			DeletionTimestamp: obj.DeletionTimestamp,
+		},
+	}, nil
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
