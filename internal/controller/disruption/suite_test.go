@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcm/kcm/internal/controller/disruption"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -201,6 +202,34 @@ var _ = Describe("disruption-controller", func() {
 		By("a pod becoming unready")
 		setReady(ctx, pods[0], corev1.ConditionFalse)
 		expectStatus(ctx, pdb, want{expected: 6, current: 3, desired: 3, allowed: 0, reason: policyv1.InsufficientPodsReason})
+	})
+
+	It("does not count a pod the eviction API recorded in disruptedPods, until the entry expires", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		rs := createReplicaSet(ctx, ns, "evicted", 3, nil)
+		pods := createPods(ctx, ns, "evicted", 3, metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")), true)
+		pdb := createPDB(ctx, ns, "evicted", new(intstr.FromInt32(1)), nil)
+		expectStatus(ctx, pdb, want{expected: 3, current: 3, desired: 1, allowed: 2, reason: policyv1.SufficientPodsReason})
+
+		By("recording, as the eviction API would, a disruption 8s short of DeletionTimeout")
+		Eventually(func() error {
+			got := &policyv1.PodDisruptionBudget{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+				return err
+			}
+			got.Status.DisruptedPods = map[string]metav1.Time{pods[0].Name: metav1.NewTime(time.Now().Add(-disruption.DeletionTimeout + 8*time.Second))}
+			got.Status.DisruptionsAllowed = 1
+			return env.Client.Status().Update(ctx, got)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		expectStatus(ctx, pdb, want{expected: 3, current: 2, desired: 1, allowed: 1, reason: policyv1.SufficientPodsReason})
+
+		By("the pod not being deleted: the entry expires, the pod counts again, and a NotDeleted Event says so")
+		expectStatus(ctx, pdb, want{expected: 3, current: 3, desired: 1, allowed: 2, reason: policyv1.SufficientPodsReason})
+		got := &policyv1.PodDisruptionBudget{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)).To(Succeed())
+		Expect(got.Status.DisruptedPods).To(BeEmpty())
+		expectEvent(ctx, ns, pods[0].Name, corev1.EventTypeWarning, "NotDeleted",
+			fmt.Sprintf("Pod was expected by PDB %s/%s to be deleted but it wasn't", ns, "evicted"))
 	})
 
 	It("counts a Deployment's scale for the pods of its ReplicaSet", func(ctx SpecContext) {
