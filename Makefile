@@ -13,6 +13,8 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION)
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KWOK_VERSION ?= v0.8.0
+KWOK ?= $(LOCALBIN)/kwok-$(KWOK_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
 
 KCM_VERSION ?= v0.1.0-dev
@@ -47,6 +49,10 @@ run: build k8s-bins ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if gi
 .PHONY: test
 test: k8s-bins controller-gen fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
 	go test ./... -count=1 -timeout 30m
+
+.PHONY: e2e
+e2e: k8s-bins kwok build ## End-to-end specs: a local cluster (etcd, kube-apiserver, kube-scheduler, KWOK nodes) with bin/kcm as a process.
+	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm go test -tags e2e ./test/e2e/ -count=1 -timeout 30m
 
 ##@ Development
 
@@ -98,3 +104,10 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+.PHONY: kwok
+kwok: $(KWOK)
+$(KWOK):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	mv $(LOCALBIN)/kwok $@

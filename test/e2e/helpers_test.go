@@ -1,0 +1,137 @@
+//go:build e2e && linux
+
+package e2e_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const pauseImage = "registry.k8s.io/pause:3.10"
+
+// newNamespace creates a namespace for one spec and deletes it when the spec ends (kcm's
+// namespace-controller empties it).
+func newNamespace(ctx context.Context) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	Expect(cl.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(cl.Delete(ctx, ns))).To(Succeed())
+	})
+	return ns.Name
+}
+
+// podTemplate is a pod KWOK runs: one pause container.
+func podTemplate(labels map[string]string, image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "app", Image: image}},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+		},
+	}
+}
+
+func newDeployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podTemplate(labels, pauseImage),
+		},
+	}
+}
+
+// waitDeploymentComplete waits until the Deployment has rolled out replicas pods of its
+// current template, all available, and reports Available.
+func waitDeploymentComplete(ns, name string, replicas int32) *appsv1.Deployment {
+	GinkgoHelper()
+	d := &appsv1.Deployment{}
+	Eventually(func(g Gomega) {
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+		s := d.Status
+		g.Expect(s.ObservedGeneration).To(BeNumerically(">=", d.Generation), "observedGeneration")
+		g.Expect([]int32{s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}).To(HaveEach(replicas),
+			"replicas, updated, ready, available")
+		g.Expect(deploymentCondition(d, appsv1.DeploymentAvailable)).To(Equal(corev1.ConditionTrue), "Available")
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "Deployment %s/%s; logs in %s", ns, name, logDir)
+	return d
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) corev1.ConditionStatus {
+	for _, c := range d.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) corev1.ConditionStatus {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// waitJobComplete waits until the Job reports Complete with succeeded pods.
+func waitJobComplete(ns, name string, succeeded int32, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		j := &batchv1.Job{}
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j)).To(Succeed())
+		g.Expect(j.Status.Succeeded).To(Equal(succeeded), "succeeded")
+		g.Expect(jobCondition(j, batchv1.JobComplete)).To(Equal(corev1.ConditionTrue), "Complete")
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), "Job %s/%s; logs in %s", ns, name, logDir)
+}
+
+// livePods lists the pods in ns matching labels that are not being deleted.
+func livePods(g Gomega, ns string, labels map[string]string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(cl.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// replicaSets lists the ReplicaSets in ns matching labels.
+func replicaSets(g Gomega, ns string, labels map[string]string) []appsv1.ReplicaSet {
+	list := &appsv1.ReplicaSetList{}
+	g.Expect(cl.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
+	return list.Items
+}
+
+// runKubectl runs bin/k8s/1.37.1/kubectl against the cluster and returns its combined output.
+func runKubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	GinkgoWriter.Printf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+	return string(out), err
+}
+
+// expectRolloutStatus runs `kubectl rollout status` on the Deployment and expects exit code 0.
+func expectRolloutStatus(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	out, err := runKubectl(ctx, "-n", ns, "rollout", "status", "deployment/"+name, "--timeout=2m")
+	Expect(err).NotTo(HaveOccurred(), "kubectl rollout status:\n%s\nlogs in %s", out, logDir)
+	Expect(out).To(ContainSubstring("successfully rolled out"))
+}
