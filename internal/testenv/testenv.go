@@ -77,19 +77,26 @@ func Start(controllers []string, args ...string) (*Env, error) {
 	return env, nil
 }
 
-// StartManager starts a kcm manager against the environment's API server.
+// StartManager starts a kcm manager against the environment's API server, running the
+// named controllers as the registry sets them up.
 func (e *Env) StartManager(controllers []string, args ...string) error {
-	opts := options.New()
-	flags := append([]string{
-		"--controllers=" + strings.Join(controllers, ","),
-		"--leader-elect=false",
-		"--secure-port=0",
-	}, args...)
-	if err := opts.Parse(flags); err != nil {
+	args = append([]string{"--controllers=" + strings.Join(controllers, ",")}, args...)
+	return e.StartManagerWith(args, func(ctx *controller.Context) error {
+		sel, err := controller.Select(controller.Registry(), ctx.Options.Controllers)
+		if err != nil {
+			return err
+		}
+		_, err = controller.SetupEnabled(ctx, sel)
 		return err
-	}
-	sel, err := controller.Select(controller.Registry(), opts.Controllers)
-	if err != nil {
+	})
+}
+
+// StartManagerWith starts a kcm manager configured by kcm's flags (args), without leader
+// election or serving, and lets setup add the controllers: a suite that shortens a
+// controller's periods builds its Reconciler itself from the same Context the registry gets.
+func (e *Env) StartManagerWith(args []string, setup func(*controller.Context) error) error {
+	opts := options.New()
+	if err := opts.Parse(append([]string{"--leader-elect=false", "--secure-port=0"}, args...)); err != nil {
 		return err
 	}
 	cfg := manager.RESTConfig(e.Config, opts)
@@ -100,7 +107,7 @@ func (e *Env) StartManager(controllers []string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := controller.SetupEnabled(&controller.Context{Manager: mgr, Options: opts, Config: cfg}, sel); err != nil {
+	if err := setup(&controller.Context{Manager: mgr, Options: opts, Config: cfg}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

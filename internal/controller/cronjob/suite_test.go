@@ -1,7 +1,6 @@
 package cronjob_test
 
 import (
-	"context"
 	"os"
 	"sync"
 	"testing"
@@ -10,23 +9,17 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/index"
-	"github.com/kcm/kcm/internal/manager"
-	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
 var (
-	env     *testenv.Env
-	clk     = &shiftedClock{}
-	stopMgr context.CancelFunc
-	mgrDone chan error
+	env *testenv.Env
+	clk = &shiftedClock{}
 )
 
 func TestCronJobController(t *testing.T) {
@@ -71,41 +64,25 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.StartAPIServer()
 	Expect(err).NotTo(HaveOccurred())
 
-	opts := options.New()
-	Expect(opts.Parse([]string{"--controllers=" + cronjob.ControllerName, "--leader-elect=false", "--secure-port=0"})).To(Succeed())
-	cfg := manager.RESTConfig(env.Config, opts)
-	mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) {
-		o.Controller.SkipNameValidation = ptr.To(true)
-	})
-	Expect(err).NotTo(HaveOccurred())
-	cctx := &controller.Context{Manager: mgr, Options: opts, Config: cfg}
-	Expect(cctx.Index(&batchv1.Job{}, index.ControllerUID, index.ControllerUIDOf)).To(Succeed())
-	cl, err := cctx.Client(cronjob.ClientName)
-	Expect(err).NotTo(HaveOccurred())
-	r := &cronjob.Reconciler{
-		Client:    cl,
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  cctx.Recorder(cronjob.ControllerName),
-		Clock:     clk,
-	}
-	Expect(r.SetupWithManager(mgr, cctx.Workers(cronjob.WorkersFlag, 5))).To(Succeed())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	stopMgr, mgrDone = cancel, make(chan error, 1)
-	go func() {
-		defer GinkgoRecover()
-		mgrDone <- mgr.Start(ctx)
-	}()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(BeTrue())
+	Expect(env.StartManagerWith([]string{"--controllers=" + cronjob.ControllerName}, func(cctx *controller.Context) error {
+		if err := cctx.Index(&batchv1.Job{}, index.ControllerUID, index.ControllerUIDOf); err != nil {
+			return err
+		}
+		cl, err := cctx.Client(cronjob.ClientName)
+		if err != nil {
+			return err
+		}
+		r := &cronjob.Reconciler{
+			Client:    cl,
+			APIReader: cctx.Manager.GetAPIReader(),
+			Recorder:  cctx.Recorder(cronjob.ControllerName),
+			Clock:     clk,
+		}
+		return r.SetupWithManager(cctx.Manager, cctx.Workers(cronjob.WorkersFlag, 5))
+	})).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
-	if stopMgr != nil {
-		stopMgr()
-		Expect(<-mgrDone).To(Succeed())
-	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}

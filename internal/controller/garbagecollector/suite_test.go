@@ -1,21 +1,16 @@
 package garbagecollector_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/garbagecollector"
-	"github.com/kcm/kcm/internal/manager"
-	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -27,15 +22,9 @@ const discoveryPeriod = time.Second
 // controllers run beside the collector, at the default client rates.
 var suiteFlags = []string{
 	"--controllers=deployment-controller,replicaset-controller",
-	"--leader-elect=false",
-	"--secure-port=0",
 }
 
-var (
-	env     *testenv.Env
-	stopMgr context.CancelFunc
-	mgrDone chan error
-)
+var env *testenv.Env
 
 func TestGarbageCollector(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -68,41 +57,25 @@ var _ = AfterSuite(func() {
 // controllers, and sets the collector up as setup_garbagecollector.go does but with a
 // short discovery period.
 func startSuiteManager() {
-	opts := options.New()
-	Expect(opts.Parse(suiteFlags)).To(Succeed())
-	cfg := manager.RESTConfig(env.Config, opts)
-	mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) {
-		o.Controller.SkipNameValidation = ptr.To(true)
-	})
-	Expect(err).NotTo(HaveOccurred())
-	cctx := &controller.Context{Manager: mgr, Options: opts, Config: cfg}
-	sel, err := controller.Select(controller.Registry(), opts.Controllers)
-	Expect(err).NotTo(HaveOccurred())
-	_, err = controller.SetupEnabled(cctx, sel)
-	Expect(err).NotTo(HaveOccurred())
-	gc := &garbagecollector.Reconciler{
-		Config: garbagecollector.ClientConfig(cfg, opts.KubeAPIQPS, int(opts.KubeAPIBurst),
-			controller.UserAgent(garbagecollector.ClientName)),
-		Recorder:        cctx.Recorder(garbagecollector.ControllerName),
-		DiscoveryPeriod: discoveryPeriod,
-	}
-	Expect(gc.SetupWithManager(mgr, opts.Workers("concurrent-gc-syncs", garbagecollector.DefaultWorkers))).To(Succeed())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	stopMgr, mgrDone = cancel, make(chan error, 1)
-	go func() {
-		defer GinkgoRecover()
-		mgrDone <- mgr.Start(ctx)
-	}()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(BeTrue())
+	Expect(env.StartManagerWith(suiteFlags, func(cctx *controller.Context) error {
+		sel, err := controller.Select(controller.Registry(), cctx.Options.Controllers)
+		if err != nil {
+			return err
+		}
+		if _, err := controller.SetupEnabled(cctx, sel); err != nil {
+			return err
+		}
+		opts := cctx.Options
+		gc := &garbagecollector.Reconciler{
+			Config: garbagecollector.ClientConfig(cctx.Config, opts.KubeAPIQPS, int(opts.KubeAPIBurst),
+				controller.UserAgent(garbagecollector.ClientName)),
+			Recorder:        cctx.Recorder(garbagecollector.ControllerName),
+			DiscoveryPeriod: discoveryPeriod,
+		}
+		return gc.SetupWithManager(cctx.Manager, opts.Workers("concurrent-gc-syncs", garbagecollector.DefaultWorkers))
+	})).To(Succeed())
 }
 
 func stopSuiteManager() {
-	if stopMgr != nil {
-		stopMgr()
-		Expect(<-mgrDone).To(Succeed())
-		stopMgr = nil
-	}
+	Expect(env.StopManager()).To(Succeed())
 }

@@ -188,7 +188,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		// The registry's setup reads the flag by name and type (a mistake panics) on a
 		// manager that is never started.
 		opts := options.New()
-		Expect(opts.Parse(suiteFlags)).To(Succeed())
+		Expect(opts.Parse(append([]string{"--leader-elect=false", "--secure-port=0"}, suiteFlags...))).To(Succeed())
 		cfg := manager.RESTConfig(env.Config, opts)
 		mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
 		Expect(err).NotTo(HaveOccurred())

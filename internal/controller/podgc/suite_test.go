@@ -1,7 +1,6 @@
 package podgc_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -9,15 +8,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/podgc"
 	"github.com/kcm/kcm/internal/index"
-	"github.com/kcm/kcm/internal/manager"
-	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -31,8 +26,6 @@ const (
 // suiteFlags configure the manager as kcm's command line would.
 var suiteFlags = []string{
 	"--controllers=" + podgc.ControllerName,
-	"--leader-elect=false",
-	"--secure-port=0",
 	"--terminated-pod-gc-threshold=3",
 	"--kube-api-qps=200",
 	"--kube-api-burst=300",
@@ -40,8 +33,6 @@ var suiteFlags = []string{
 
 var (
 	env       *testenv.Env
-	stopMgr   context.CancelFunc
-	mgrDone   chan error
 	threshold int
 )
 
@@ -63,43 +54,27 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.StartAPIServer()
 	Expect(err).NotTo(HaveOccurred())
 
-	opts := options.New()
-	Expect(opts.Parse(suiteFlags)).To(Succeed())
-	cfg := manager.RESTConfig(env.Config, opts)
-	mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) {
-		o.Controller.SkipNameValidation = ptr.To(true)
-	})
-	Expect(err).NotTo(HaveOccurred())
-	cctx := &controller.Context{Manager: mgr, Options: opts, Config: cfg}
-	Expect(cctx.Index(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameOf)).To(Succeed())
-	cl, err := cctx.Client("pod-garbage-collector")
-	Expect(err).NotTo(HaveOccurred())
-	threshold = int(opts.Int32("terminated-pod-gc-threshold"))
-	r := &podgc.Reconciler{
-		Client:                 cl,
-		APIReader:              mgr.GetAPIReader(),
-		TerminatedPodThreshold: threshold,
-		Period:                 period,
-		Quarantine:             quarantine,
-	}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	stopMgr, mgrDone = cancel, make(chan error, 1)
-	go func() {
-		defer GinkgoRecover()
-		mgrDone <- mgr.Start(ctx)
-	}()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(BeTrue())
+	Expect(env.StartManagerWith(suiteFlags, func(cctx *controller.Context) error {
+		if err := cctx.Index(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameOf); err != nil {
+			return err
+		}
+		cl, err := cctx.Client("pod-garbage-collector")
+		if err != nil {
+			return err
+		}
+		threshold = int(cctx.Options.Int32("terminated-pod-gc-threshold"))
+		r := &podgc.Reconciler{
+			Client:                 cl,
+			APIReader:              cctx.Manager.GetAPIReader(),
+			TerminatedPodThreshold: threshold,
+			Period:                 period,
+			Quarantine:             quarantine,
+		}
+		return r.SetupWithManager(cctx.Manager)
+	})).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
-	if stopMgr != nil {
-		stopMgr()
-		Expect(<-mgrDone).To(Succeed())
-	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}
