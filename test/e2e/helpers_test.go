@@ -57,11 +57,11 @@ func newDeployment(ns, name string, replicas int32) *appsv1.Deployment {
 
 // waitDeploymentComplete waits until the Deployment has rolled out replicas pods of its
 // current template, all available, and reports Available.
-func waitDeploymentComplete(ns, name string, replicas int32) *appsv1.Deployment {
+func waitDeploymentComplete(ctx context.Context, ns, name string, replicas int32) *appsv1.Deployment {
 	GinkgoHelper()
 	d := &appsv1.Deployment{}
-	Eventually(func(g Gomega) {
-		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+	Eventually(ctx, func(g Gomega) {
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
 		s := d.Status
 		g.Expect(s.ObservedGeneration).To(BeNumerically(">=", d.Generation), "observedGeneration")
 		g.Expect([]int32{s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}).To(HaveEach(replicas),
@@ -90,11 +90,11 @@ func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) corev1.ConditionSt
 }
 
 // waitJobComplete waits until the Job reports Complete with succeeded pods.
-func waitJobComplete(ns, name string, succeeded int32, timeout time.Duration) {
+func waitJobComplete(ctx context.Context, ns, name string, succeeded int32, timeout time.Duration) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
+	Eventually(ctx, func(g Gomega) {
 		j := &batchv1.Job{}
-		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j)).To(Succeed())
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, j)).To(Succeed())
 		g.Expect(j.Status.Succeeded).To(Equal(succeeded), "succeeded")
 		g.Expect(jobCondition(j, batchv1.JobComplete)).To(Equal(corev1.ConditionTrue), "Complete")
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), "Job %s/%s; logs in %s", ns, name, logDir)

@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -36,7 +35,7 @@ var _ = Describe("A node that dies", func() {
 			}
 			Expect(client.IgnoreNotFound(cl.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: doomed}}))).To(Succeed())
 		})
-		waitNodeSchedulable(doomed)
+		waitNodeSchedulable(ctx, doomed)
 
 		By("running a Deployment that prefers the doomed node and tolerates unreachable for 5s")
 		d := newDeployment(ns, "survivor", 3)
@@ -53,10 +52,10 @@ var _ = Describe("A node that dies", func() {
 			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5),
 		}}
 		Expect(cl.Create(ctx, d)).To(Succeed())
-		waitDeploymentComplete(ns, "survivor", 3)
+		waitDeploymentComplete(ctx, ns, "survivor", 3)
 		labels := map[string]string{"app": "survivor"}
 		var onDoomed []string
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			onDoomed = nil
 			for _, p := range livePods(g, ns, labels) {
 				if p.Spec.NodeName == doomed {
@@ -71,9 +70,9 @@ var _ = Describe("A node that dies", func() {
 		killedAt := time.Now()
 		doomedKWOK.Kill()
 
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			node := &corev1.Node{}
-			g.Expect(cl.Get(context.Background(), client.ObjectKey{Name: doomed}, node)).To(Succeed())
+			g.Expect(cl.Get(ctx, client.ObjectKey{Name: doomed}, node)).To(Succeed())
 			g.Expect(node.Spec.Taints).To(ContainElement(And(
 				HaveField("Key", corev1.TaintNodeUnreachable),
 				HaveField("Effect", corev1.TaintEffectNoExecute),
@@ -81,10 +80,10 @@ var _ = Describe("A node that dies", func() {
 		}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "unreachable taint on %s; logs in %s", doomed, logDir)
 		GinkgoWriter.Printf("%s tainted unreachable %s after its kwok died\n", doomed, time.Since(killedAt).Round(time.Second))
 
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			for _, name := range onDoomed {
 				p := &corev1.Pod{}
-				err := cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p)
+				err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
 				if err == nil {
 					g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "pod %s evicted", name)
 				} else {
@@ -99,7 +98,7 @@ var _ = Describe("A node that dies", func() {
 				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s phase", p.Name)
 			}
 		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "pods replaced on live nodes; logs in %s", logDir)
-		waitDeploymentComplete(ns, "survivor", 3)
+		waitDeploymentComplete(ctx, ns, "survivor", 3)
 		GinkgoWriter.Printf("pods replaced %s after the kwok died\n", time.Since(killedAt).Round(time.Second))
 	})
 })

@@ -123,7 +123,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		createNode(ctx, fmt.Sprintf("kwok-node-%d", i), liveNodes)
 	}
 	for i := range nodeCount {
-		waitNodeSchedulable(fmt.Sprintf("kwok-node-%d", i))
+		waitNodeSchedulable(ctx, fmt.Sprintf("kwok-node-%d", i))
 	}
 }, NodeTimeout(5*time.Minute))
 
@@ -173,11 +173,11 @@ func createNode(ctx context.Context, name, value string) {
 
 // waitNodeSchedulable waits until the node is Ready and the not-ready taint the API server
 // put on it is gone (kcm's node-lifecycle-controller lifts it).
-func waitNodeSchedulable(name string) {
+func waitNodeSchedulable(ctx context.Context, name string) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
+	Eventually(ctx, func(g Gomega) {
 		node := &corev1.Node{}
-		g.Expect(cl.Get(context.Background(), client.ObjectKey{Name: name}, node)).To(Succeed())
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
 		g.Expect(nodeReady(node)).To(Equal(corev1.ConditionTrue), "node %s Ready", name)
 		for _, t := range node.Spec.Taints {
 			g.Expect(t.Key).NotTo(Equal(corev1.TaintNodeNotReady), "node %s taints", name)

@@ -21,9 +21,9 @@ var _ = Describe("Deployments", func() {
 
 	It("become Available with 3 replicas, and kubectl rollout status returns", func(ctx SpecContext) {
 		Expect(cl.Create(ctx, newDeployment(ns, "web", 3))).To(Succeed())
-		waitDeploymentComplete(ns, "web", 3)
+		waitDeploymentComplete(ctx, ns, "web", 3)
 		expectRolloutStatus(ctx, ns, "web")
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			pods := livePods(g, ns, map[string]string{"app": "web"})
 			g.Expect(pods).To(HaveLen(3))
 			for _, p := range pods {
@@ -35,15 +35,15 @@ var _ = Describe("Deployments", func() {
 
 	It("roll out an image change: a new ReplicaSet takes over and the old one scales to 0", func(ctx SpecContext) {
 		Expect(cl.Create(ctx, newDeployment(ns, "web", 3))).To(Succeed())
-		before := waitDeploymentComplete(ns, "web", 3)
+		before := waitDeploymentComplete(ctx, ns, "web", 3)
 
 		patch := client.MergeFrom(before.DeepCopy())
 		before.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.9"
 		Expect(cl.Patch(ctx, before, patch)).To(Succeed())
 		expectRolloutStatus(ctx, ns, "web")
-		waitDeploymentComplete(ns, "web", 3)
+		waitDeploymentComplete(ctx, ns, "web", 3)
 
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			rss := replicaSets(g, ns, map[string]string{"app": "web"})
 			g.Expect(rss).To(HaveLen(2))
 			var newRS, oldRS *appsv1.ReplicaSet
@@ -70,14 +70,14 @@ var _ = Describe("Deployments", func() {
 
 	It("scale up and down", func(ctx SpecContext) {
 		Expect(cl.Create(ctx, newDeployment(ns, "web", 2))).To(Succeed())
-		d := waitDeploymentComplete(ns, "web", 2)
+		d := waitDeploymentComplete(ctx, ns, "web", 2)
 
 		for _, replicas := range []int32{5, 1} {
 			patch := client.MergeFrom(d.DeepCopy())
 			d.Spec.Replicas = ptr.To(replicas)
 			Expect(cl.Patch(ctx, d, patch)).To(Succeed())
-			d = waitDeploymentComplete(ns, "web", replicas)
-			Eventually(func(g Gomega) {
+			d = waitDeploymentComplete(ctx, ns, "web", replicas)
+			Eventually(ctx, func(g Gomega) {
 				g.Expect(livePods(g, ns, map[string]string{"app": "web"})).To(HaveLen(int(replicas)))
 				g.Expect(replicaSets(g, ns, map[string]string{"app": "web"})).To(HaveLen(1))
 			}).WithTimeout(time.Minute).Should(Succeed(), "scaled to %d; logs in %s", replicas, logDir)
@@ -88,13 +88,13 @@ var _ = Describe("Deployments", func() {
 	It("are garbage collected with their ReplicaSets and pods when deleted", func(ctx SpecContext) {
 		d := newDeployment(ns, "web", 3)
 		Expect(cl.Create(ctx, d)).To(Succeed())
-		waitDeploymentComplete(ns, "web", 3)
-		Eventually(func(g Gomega) {
+		waitDeploymentComplete(ctx, ns, "web", 3)
+		Eventually(ctx, func(g Gomega) {
 			g.Expect(replicaSets(g, ns, map[string]string{"app": "web"})).To(HaveLen(1))
 		}).Should(Succeed())
 
 		Expect(cl.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			g.Expect(replicaSets(g, ns, map[string]string{"app": "web"})).To(BeEmpty(), "ReplicaSets")
 			pods := &corev1.PodList{}
 			g.Expect(cl.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
@@ -118,7 +118,7 @@ var _ = Describe("Jobs", func() {
 		}
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		Expect(cl.Create(ctx, job)).To(Succeed())
-		waitJobComplete(ns, "twice", 2, 2*time.Minute)
+		waitJobComplete(ctx, ns, "twice", 2, 2*time.Minute)
 	})
 
 	It("are started by a CronJob every minute, and complete", func(ctx SpecContext) {
@@ -136,7 +136,7 @@ var _ = Describe("Jobs", func() {
 		Expect(cl.Create(ctx, cj)).To(Succeed())
 
 		var jobName string
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			jobs := &batchv1.JobList{}
 			g.Expect(cl.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
 			g.Expect(jobs.Items).NotTo(BeEmpty())
@@ -145,9 +145,9 @@ var _ = Describe("Jobs", func() {
 			g.Expect(owner.Name).To(Equal("minutely"))
 			jobName = jobs.Items[0].Name
 		}).WithTimeout(75*time.Second).WithPolling(time.Second).Should(Succeed(), "a Job of the CronJob; logs in %s", logDir)
-		waitJobComplete(ns, jobName, 1, time.Minute)
+		waitJobComplete(ctx, ns, jobName, 1, time.Minute)
 
-		Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
 			g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(cj), cj)).To(Succeed())
 			g.Expect(cj.Status.LastScheduleTime).NotTo(BeNil(), "lastScheduleTime")
 			g.Expect(cj.Status.LastSuccessfulTime).NotTo(BeNil(), "lastSuccessfulTime")
