@@ -52,7 +52,7 @@ func Registry() []Descriptor {
 		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Setup: setupReplicaSet, Flags: []string{"concurrent-replicaset-syncs"}},
 		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"}, Flags: []string{"concurrent-horizontal-pod-autoscaler-syncs"}},
 		{Name: "disruption-controller", Aliases: []string{"disruption"}, Setup: setupDisruption, Flags: []string{"concurrent-disruption-syncs"}},
-		{Name: "statefulset-controller", Aliases: []string{"statefulset"}, Flags: []string{"concurrent-statefulset-syncs"}},
+		{Name: "statefulset-controller", Aliases: []string{"statefulset"}, Setup: setupStatefulSet, Flags: []string{"concurrent-statefulset-syncs"}},
 		{Name: "cronjob-controller", Aliases: []string{"cronjob"}, Setup: setupCronJob, Flags: []string{"concurrent-cron-job-syncs"}},
 		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
 		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}},
