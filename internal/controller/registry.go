@@ -45,7 +45,7 @@ func Registry() []Descriptor {
 		{Name: "namespace-controller", Aliases: []string{"namespace"}, Setup: setupNamespace, Flags: namespaceFlags},
 		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Setup: setupServiceAccount},
 		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}, Setup: setupGarbageCollector, Flags: garbageCollectorFlags},
-		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Flags: []string{"concurrent-daemonset-syncs"}},
+		{Name: "daemonset-controller", Aliases: []string{"daemonset"}, Setup: setupDaemonSet, Flags: []string{"concurrent-daemonset-syncs"}},
 		{Name: "job-controller", Aliases: []string{"job"}, Setup: setupJob, Flags: []string{"concurrent-job-syncs"}},
 		{Name: "podgroup-protection-controller"},
 		{Name: "deployment-controller", Aliases: []string{"deployment"}, Setup: setupDeployment, Flags: []string{"concurrent-deployment-syncs"}},
