@@ -3,6 +3,7 @@ package statefulset_test
 import (
 	"context"
 	"sort"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -244,5 +245,43 @@ var _ = Describe("statefulset-controller", func() {
 			g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "www-tmp-0"}, pvc)).To(Succeed())
 			g.Expect(pvc.DeletionTimestamp).To(BeNil())
 		}).Should(Succeed())
+	})
+	It("deletes the claims with the set under whenDeleted: Delete", func() {
+		set := withClaims(newStatefulSet(ns, "gone", 1), "www")
+		set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+		}
+		Expect(env.Client.Create(ctx, set)).To(Succeed())
+		pvc := &corev1.PersistentVolumeClaim{}
+		key := types.NamespacedName{Namespace: ns, Name: "www-gone-0"}
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, key, pvc)).To(Succeed())
+			g.Expect(metav1.GetControllerOf(pvc)).NotTo(BeNil())
+			g.Expect(metav1.GetControllerOf(pvc).Name).To(Equal("gone"))
+		}).Should(Succeed())
+		Expect(env.Client.Delete(ctx, getSet(ctx, Default, ns, "gone"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := env.Client.Get(ctx, key, pvc)
+			if !apierrors.IsNotFound(err) {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pvc.DeletionTimestamp).NotTo(BeNil())
+			}
+		}).Should(Succeed())
+	})
+
+	It("counts a pod available minReadySeconds after it is ready", func() {
+		set := newStatefulSet(ns, "slow", 1)
+		set.Spec.MinReadySeconds = 3
+		Expect(env.Client.Create(ctx, set)).To(Succeed())
+		readyAll(ctx, ns, 1)
+		Eventually(func(g Gomega) {
+			s := getSet(ctx, g, ns, "slow")
+			g.Expect(s.Status.ReadyReplicas).To(Equal(int32(1)))
+			g.Expect(s.Status.AvailableReplicas).To(BeZero())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getSet(ctx, g, ns, "slow").Status.AvailableReplicas).To(Equal(int32(1)))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 })
