@@ -313,12 +313,16 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		mu.Unlock()
 	}
 	created, err := slowStartBatch(len(create), slowStartInitialBatch, func(i int) error {
-		return r.createPod(ctx, ds, create[i], hash)
+		err := r.createPod(ctx, ds, create[i], hash)
+		if errors.Is(err, errCreateTimedOut) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		record(err)
 	}
-	// The creations never attempted or failed will never be observed.
+	// The creations never attempted or failed will never be observed; timed-out ones may be.
 	for range len(create) - created {
 		r.creations.CreationObserved(key)
 	}
@@ -362,6 +366,9 @@ func slowStartBatch(count, initialBatch int, fn func(i int) error) (int, error) 
 	return successes, nil
 }
 
+// errCreateTimedOut marks a creation the API server may still complete.
+var errCreateTimedOut = errors.New("pod creation timed out")
+
 func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, hash string) error {
 	p := newPod(ds, node, hash)
 	err := r.Client.Create(ctx, p)
@@ -371,6 +378,10 @@ func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, 
 		return nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil
+	case apierrors.IsTimeout(err):
+		// The pod may still be created: its creation is then observed; if not, the
+		// expectation expires, as upstream.
+		return errCreateTimedOut
 	default:
 		r.Recorder.Eventf(ds, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
 		return err
