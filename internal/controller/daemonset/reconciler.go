@@ -458,14 +458,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, ds *appsv1.DaemonSet, stat
 	return nil
 }
 
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// SetupWithManager watches DaemonSets, their pods (by controller reference), their
-// revisions, and nodes (mapped to the DaemonSets whose eligibility they change).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
-		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
-	}
+// init fills in the defaults and the expectations.
+func (r *Reconciler) init() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -474,6 +468,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	r.creations = expectations.New(r.Clock)
 	r.deletions = expectations.New(r.Clock)
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// SetupWithManager watches DaemonSets, their pods (by controller reference), their
+// revisions, and nodes (mapped to the DaemonSets whose eligibility they change).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
+	}
+	r.init()
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		t := time.NewTicker(backoffGCInterval)
 		defer t.Stop()
