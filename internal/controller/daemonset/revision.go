@@ -7,12 +7,14 @@ import (
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/history"
+	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/ownership"
 )
 
@@ -107,6 +109,10 @@ func (r *Reconciler) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 	history.Sort(current)
 	cur = current[len(current)-1]
 	for _, dup := range current[:len(current)-1] {
+		// Pods of the duplicate move to the kept revision's hash first, as upstream.
+		if err := r.relabelPods(ctx, ds, revisionHash(dup), revisionHash(cur)); err != nil {
+			return nil, nil, err
+		}
 		if err := r.Client.Delete(ctx, dup); client.IgnoreNotFound(err) != nil {
 			return nil, nil, fmt.Errorf("deleting duplicate ControllerRevision %s: %w", dup.Name, err)
 		}
@@ -117,6 +123,28 @@ func (r *Reconciler) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		}
 	}
 	return cur, old, nil
+}
+
+// relabelPods gives the DaemonSet's pods labelled with hash from the hash to.
+func (r *Reconciler) relabelPods(ctx context.Context, ds *appsv1.DaemonSet, from, to string) error {
+	if from == "" || from == to {
+		return nil
+	}
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ds.Namespace),
+		client.MatchingFields{index.ControllerUID: string(ds.UID)},
+		client.MatchingLabels{appsv1.DefaultDaemonSetUniqueLabelKey: from}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		patched := p.DeepCopy()
+		patched.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = to
+		if err := r.Client.Patch(ctx, patched, client.MergeFrom(p)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("relabelling pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
 }
 
 // cleanupHistory deletes the oldest old revisions beyond revisionHistoryLimit that no live
