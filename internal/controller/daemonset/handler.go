@@ -30,7 +30,7 @@ func (h *podHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
 		h.deleted(ctx, p, q)
 		return
 	}
-	if owner, ok := owner(p); ok {
+	if owner, ok := h.owner(ctx, p); ok {
 		h.r.creations.CreationObserved(owner)
 		q.Add(reconcile.Request{NamespacedName: owner})
 		return
@@ -49,8 +49,8 @@ func (h *podHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
 		h.deleted(ctx, cur, q)
 		return
 	}
-	oldOwner, oldOK := owner(old)
-	curOwner, curOK := owner(cur)
+	oldOwner, oldOK := h.owner(ctx, old)
+	curOwner, curOK := h.owner(ctx, cur)
 	if oldOK && (!curOK || oldOwner != curOwner) {
 		q.Add(reconcile.Request{NamespacedName: oldOwner})
 	}
@@ -70,8 +70,8 @@ func (h *podHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 
 func (h *podHandler) Generic(context.Context, event.GenericEvent, queue) {}
 
-func (h *podHandler) deleted(_ context.Context, p *corev1.Pod, q queue) {
-	owner, ok := owner(p)
+func (h *podHandler) deleted(ctx context.Context, p *corev1.Pod, q queue) {
+	owner, ok := h.owner(ctx, p)
 	if !ok {
 		return
 	}
@@ -79,8 +79,9 @@ func (h *podHandler) deleted(_ context.Context, p *corev1.Pod, q queue) {
 	q.Add(reconcile.Request{NamespacedName: owner})
 }
 
-// owner is the DaemonSet the pod's controller reference names.
-func owner(p *corev1.Pod) (types.NamespacedName, bool) {
+// owner is the DaemonSet the pod's controller reference names, read from the cache to check
+// its UID (a DaemonSet recreated under the same name is another owner).
+func (h *podHandler) owner(ctx context.Context, p *corev1.Pod) (types.NamespacedName, bool) {
 	ref := metav1.GetControllerOfNoCopy(p)
 	if ref == nil || ref.Kind != dsGVK.Kind {
 		return types.NamespacedName{}, false
@@ -88,7 +89,12 @@ func owner(p *corev1.Pod) (types.NamespacedName, bool) {
 	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != dsGVK.Group {
 		return types.NamespacedName{}, false
 	}
-	return types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, true
+	key := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
+	ds := &appsv1.DaemonSet{}
+	if err := h.r.Client.Get(ctx, key, ds); err != nil || ds.UID != ref.UID {
+		return types.NamespacedName{}, false
+	}
+	return key, true
 }
 
 // queueMatching queues the DaemonSets of the orphan's namespace whose selector matches it.
