@@ -142,18 +142,26 @@ func List(ctx context.Context, r client.Reader, owner metav1.Object, selector la
 // it exists with the same Data, it returns the existing one. The caller persists the
 // updated collisionCount in its owner's status.
 func Create(ctx context.Context, c client.Client, owner metav1.Object, rev *appsv1.ControllerRevision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	return CreateNamed(ctx, c, owner, rev, collisionCount, HashLabel, func(cc *int32) string { return Hash(rev, cc) })
+}
+
+// CreateNamed is Create with the owner's own naming: hash gives the name's hash for a
+// collision count, stored under the label key (DaemonSets name revisions by their template's
+// hash under controller-revision-hash, as upstream).
+func CreateNamed(ctx context.Context, c client.Client, owner metav1.Object, rev *appsv1.ControllerRevision,
+	collisionCount *int32, label string, hash func(*int32) string) (*appsv1.ControllerRevision, error) {
 	if collisionCount == nil {
 		return nil, fmt.Errorf("creating ControllerRevision: collisionCount is nil")
 	}
 	for {
 		clone := rev.DeepCopy()
 		clone.Namespace = owner.GetNamespace()
-		hash := Hash(rev, collisionCount)
-		clone.Name = Name(owner.GetName(), hash)
+		h := hash(collisionCount)
+		clone.Name = Name(owner.GetName(), h)
 		if clone.Labels == nil {
 			clone.Labels = map[string]string{}
 		}
-		clone.Labels[HashLabel] = hash
+		clone.Labels[label] = h
 		err := c.Create(ctx, clone)
 		if err == nil {
 			return clone, nil

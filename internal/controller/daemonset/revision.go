@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,7 +76,7 @@ func (r *Reconciler) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 	next := history.Next(old)
 	var cur *appsv1.ControllerRevision
 	if len(current) == 0 {
-		// history.Create needs a counter; status keeps collisionCount unset until a collision.
+		// Creation needs a counter; status keeps collisionCount unset until a collision.
 		count := new(int32)
 		if ds.Status.CollisionCount != nil {
 			*count = *ds.Status.CollisionCount
@@ -84,24 +85,29 @@ func (r *Reconciler) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		for k, v := range ds.Spec.Template.Labels {
 			lbls[k] = v
 		}
-		rev := history.New(ds, dsGVK, lbls, want.Data, next, count)
-		rev.Annotations = ds.Annotations
-		rev.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = rev.Labels[history.HashLabel]
-		cur, err = history.Create(ctx, r.Client, ds, rev, count)
+		// Named "<ds>-<template hash>" and labelled controller-revision-hash, as upstream's
+		// snapshot: the same template gets the same name under either controller manager.
+		rev := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Labels:          lbls,
+				Annotations:     ds.Annotations,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, dsGVK)},
+			},
+			Data:     want.Data,
+			Revision: next,
+		}
+		templateHash := func(cc *int32) string {
+			if *cc == 0 && ds.Status.CollisionCount == nil {
+				cc = nil // upstream hashes an unset collisionCount, which differs from 0
+			}
+			return history.TemplateHash(&ds.Spec.Template, cc)
+		}
+		cur, err = history.CreateNamed(ctx, r.Client, ds, rev, count, appsv1.DefaultDaemonSetUniqueLabelKey, templateHash)
 		if err != nil {
 			return nil, nil, err
 		}
 		if ds.Status.CollisionCount != nil || *count > 0 {
 			ds.Status.CollisionCount = count
-		}
-		if h := cur.Labels[history.HashLabel]; h != "" && cur.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != h {
-			// A collision renamed it after the label was set.
-			fixed := cur.DeepCopy()
-			fixed.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = h
-			if err := r.Client.Patch(ctx, fixed, client.MergeFrom(cur)); err != nil {
-				return nil, nil, fmt.Errorf("labelling ControllerRevision %s: %w", cur.Name, err)
-			}
-			cur = fixed
 		}
 		return cur, old, nil
 	}

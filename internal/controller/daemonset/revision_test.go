@@ -57,9 +57,15 @@ func TestRevisions(t *testing.T) {
 
 	sync()
 	revs := revisions()
-	if len(revs) != 1 || revs[0].Revision != 1 || revs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == "" ||
-		revs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != revs[0].Labels[history.HashLabel] {
-		t.Fatalf("first revision = %+v", revs)
+	// Named and labelled by the hash of the template as stored, as upstream's snapshot.
+	stored := &appsv1.DaemonSet{}
+	if err := c.Get(ctx, key, stored); err != nil {
+		t.Fatal(err)
+	}
+	wantHash := history.TemplateHash(&stored.Spec.Template, nil)
+	if len(revs) != 1 || revs[0].Revision != 1 || revs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != wantHash ||
+		revs[0].Name != ds.Name+"-"+wantHash {
+		t.Fatalf("first revision = %+v, want name %s-%s", revs, ds.Name, wantHash)
 	}
 	cur := revs[0]
 

@@ -1,33 +1,10 @@
 package deployment
 
 import (
-	"encoding/binary"
-	"fmt"
-	"hash/fnv"
-
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/dump"
 )
-
-// computeHash is the pod-template-hash of a template, exactly as upstream's
-// controller.ComputeHash, so that a Deployment handed over from upstream's controller finds
-// its ReplicaSets: fnv32a over the template printed by go-spew with the fixed configuration
-// of k8s.io/utils/dump.ForHash (what upstream's hashutil.DeepHashObject prints), then the
-// collision count as 8 little-endian bytes when set, then encoded with SafeEncodeString.
-func computeHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
-	hasher := fnv.New32a()
-	fmt.Fprintf(hasher, "%v", dump.ForHash(*template))
-	if collisionCount != nil {
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
-		hasher.Write(b)
-	}
-	return rand.SafeEncodeString(fmt.Sprint(hasher.Sum32()))
-}
 
 // replicaSetName is "<deployment>-<hash>", the deployment name cut so that the whole fits a
 // DNS subdomain, as upstream.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kcm/kcm/internal/history"
 )
 
 // upstreamHashes are what upstream's own controller.ComputeHash (k8s.io/kubernetes v1.37.1,
@@ -38,11 +40,11 @@ func TestComputeHashMatchesUpstream(t *testing.T) {
 			if !ok {
 				t.Fatalf("no upstream hash for %q", c.name)
 			}
-			if got := computeHash(&c.template, c.collisionCount); got != want {
+			if got := history.TemplateHash(&c.template, c.collisionCount); got != want {
 				t.Errorf("computeHash = %q, upstream %q", got, want)
 			}
 			// Hashing must not change the template (it is the Deployment's).
-			again := computeHash(&c.template, c.collisionCount)
+			again := history.TemplateHash(&c.template, c.collisionCount)
 			if again != want {
 				t.Errorf("second computeHash = %q", again)
 			}

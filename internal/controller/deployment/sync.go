@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/history"
 )
 
 // newAndOldReplicaSets splits rsList into the new ReplicaSet (the one with d's template)
@@ -63,7 +65,7 @@ func (s *syncer) newReplicaSet(ctx context.Context, rsList, oldRSs []*appsv1.Rep
 		return nil, nil
 	}
 
-	rs := newReplicaSetFor(d, computeHash(&d.Spec.Template, d.Status.CollisionCount))
+	rs := newReplicaSetFor(d, history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount))
 	replicas, err := newRSNewReplicas(d, append(append([]*appsv1.ReplicaSet(nil), oldRSs...), rs), rs)
 	if err != nil {
 		return nil, err
