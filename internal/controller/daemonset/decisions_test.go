@@ -1,10 +1,8 @@
 package daemonset
 
 import (
-	"errors"
 	"slices"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,25 +316,5 @@ func TestCalculateStatus(t *testing.T) {
 		NumberReady: 1, NumberAvailable: 1, UpdatedNumberScheduled: 1, NumberUnavailable: 2}
 	if got.String() != want.String() {
 		t.Errorf("status = %+v\nwant %+v", got, want)
-	}
-}
-
-func TestSlowStartBatch(t *testing.T) {
-	var calls atomic.Int32
-	n, err := slowStartBatch(10, 1, func(int) error { calls.Add(1); return nil })
-	if n != 10 || err != nil || calls.Load() != 10 {
-		t.Errorf("got %d %v %d", n, err, calls.Load())
-	}
-	calls.Store(0)
-	// Batches 1, 2, 4: a failure in the third batch stops before the fourth.
-	n, err = slowStartBatch(100, 1, func(i int) error {
-		calls.Add(1)
-		if i == 5 {
-			return errors.New("quota")
-		}
-		return nil
-	})
-	if n != 6 || err == nil || calls.Load() != 7 {
-		t.Errorf("got %d %v %d", n, err, calls.Load())
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/ownership"
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/slowstart"
 )
 
 const (
@@ -41,8 +42,6 @@ const (
 	ControllerName = "daemonset-controller"
 	// BurstReplicas caps the pods created or deleted in one sync, as upstream.
 	BurstReplicas = 250
-	// slowStartInitialBatch is the first batch of creations; batches then double.
-	slowStartInitialBatch = 1
 	// Failed pods on a node are replaced after 1s, doubling up to 15m, as upstream.
 	failedPodsBackoffInitial = time.Second
 	failedPodsBackoffMax     = 15 * time.Minute
@@ -312,7 +311,7 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	created, err := slowStartBatch(len(create), slowStartInitialBatch, func(i int) error {
+	created, err := slowstart.Run(len(create), func(i int) error {
 		err := r.createPod(ctx, ds, create[i], hash)
 		if errors.Is(err, errCreateTimedOut) {
 			return nil
@@ -340,30 +339,6 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// slowStartBatch calls fn(0..count-1) in batches of 1, 2, 4, ... each batch in parallel,
-// and stops after the first batch with a failure. It returns the successes and the first error.
-func slowStartBatch(count, initialBatch int, fn func(i int) error) (int, error) {
-	successes, pos := 0, 0
-	for batch := min(count, initialBatch); batch > 0; batch = min(2*batch, count-pos) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for i := pos; i < pos+batch; i++ {
-			wg.Go(func() {
-				if err := fn(i); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		pos += batch
-		successes += batch - len(errs)
-		if len(errs) > 0 {
-			return successes, <-errs
-		}
-	}
-	return successes, nil
 }
 
 // errCreateTimedOut marks a creation the API server may still complete.

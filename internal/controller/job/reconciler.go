@@ -29,6 +29,7 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/ownership"
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/slowstart"
 )
 
 // Reconciler runs the pods of one Job and keeps its status.
@@ -272,7 +273,7 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 	}
 	log.FromContext(ctx).V(4).Info("Too few pods running", "creating", diff, "want", want)
 	r.expectations.ExpectCreations(key, int(diff))
-	created, err := slowStartBatch(int(diff), func(i int) error {
+	created, err := slowstart.Run(int(diff), func(i int) error {
 		ix, replaced := unknownCompletionIndex, (*corev1.Pod)(nil)
 		if indexes != nil {
 			ix, replaced = indexes[i], s.delayedDeletion[indexes[i]]
@@ -313,31 +314,6 @@ func (r *Reconciler) creatableIndexes(indexes []int, delayed map[int]*corev1.Pod
 }
 
 var errNamespaceTerminating = errors.New("namespace is terminating")
-
-// slowStartBatch calls fn for 0..count-1 in parallel batches of 1, 2, 4, ... and stops
-// after a batch with a failure: what fails once (quota, admission) usually fails for all.
-// It returns the number of successful calls and the first error.
-func slowStartBatch(count int, fn func(i int) error) (int, error) {
-	successes, next := 0, 0
-	for batch := min(count, 1); batch > 0; batch = min(2*batch, count-next) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for i := next; i < next+batch; i++ {
-			wg.Go(func() {
-				if err := fn(i); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		next += batch
-		successes += batch - len(errs)
-		if len(errs) > 0 {
-			return successes, <-errs
-		}
-	}
-	return successes, nil
-}
 
 func (r *Reconciler) createPod(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
 	err := r.Client.Create(ctx, p)

@@ -1,9 +1,7 @@
 package job
 
 import (
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -504,27 +502,5 @@ func TestWrittenVersions(t *testing.T) {
 	}
 	if w.stale(key, "u", "11") || w.stale(key, "u", "3") {
 		t.Error("caught up: nothing to wait for any more")
-	}
-}
-
-func TestSlowStartBatch(t *testing.T) {
-	var mu sync.Mutex
-	var calls []int
-	n, err := slowStartBatch(10, func(i int) error {
-		mu.Lock()
-		calls = append(calls, i) // within a batch, in any order
-		mu.Unlock()
-		if i == 4 {
-			return fmt.Errorf("quota")
-		}
-		return nil
-	})
-	// Batches 1, 2, 4: indexes 0; 1-2; 3-6 (4 fails), then stop.
-	slices.Sort(calls)
-	if n != 6 || err == nil || !slices.Equal(calls, []int{0, 1, 2, 3, 4, 5, 6}) {
-		t.Errorf("n %d err %v calls %v", n, err, calls)
-	}
-	if n, err := slowStartBatch(0, func(int) error { return nil }); n != 0 || err != nil {
-		t.Errorf("empty: %d %v", n, err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/ownership"
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/slowstart"
 )
 
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
@@ -140,7 +141,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		n := min(-diff, BurstReplicas)
 		r.expectations.ExpectCreations(key, n)
 		logger.V(2).Info("Too few replicas", "need", replicas(rs), "creating", n)
-		created, err := slowStartBatch(n, slowStartInitialBatch, func() error { return r.createPod(ctx, obj, rs) })
+		created, err := slowstart.Run(n, func(int) error { return r.createPod(ctx, obj, rs) })
 		// The creations never attempted will never be observed.
 		for range n - created {
 			r.expectations.CreationObserved(key)

@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"sort"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,34 +14,6 @@ import (
 
 // BurstReplicas caps the pods created or deleted in one sync, as upstream.
 const BurstReplicas = 500
-
-// slowStartInitialBatch is the first batch size of slowStartBatch.
-const slowStartInitialBatch = 1
-
-// slowStartBatch calls fn count times in batches of 1, 2, 4, ... running each batch in
-// parallel, and stops after the first batch with a failure: a create that fails (quota,
-// admission) usually fails for all, and this spares the API server a storm of doomed calls.
-// It returns the number of successful calls and the first error.
-func slowStartBatch(count, initialBatch int, fn func() error) (int, error) {
-	successes := 0
-	for batch := min(count, initialBatch); batch > 0; batch = min(2*batch, count-successes) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for range batch {
-			wg.Go(func() {
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		successes += batch - len(errs)
-		if len(errs) > 0 {
-			return successes, <-errs
-		}
-	}
-	return successes, nil
-}
 
 // podsToDelete picks the n pods to delete first (see pod.DeleteFirst). related are the pods
 // of the owner's siblings (ReplicaSets of the same Deployment): a pod sharing its node with

@@ -2,9 +2,6 @@ package replicaset
 
 import (
 	"errors"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,59 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-func TestSlowStartBatch(t *testing.T) {
-	tests := []struct {
-		name          string
-		count         int
-		failFrom      int // calls numbered from 1; 0 never fails
-		wantCalls     int
-		wantSuccesses int
-	}{
-		{name: "all succeed", count: 10, wantCalls: 10, wantSuccesses: 10},
-		{name: "none", count: 0},
-		{name: "first fails: one call only", count: 500, failFrom: 1, wantCalls: 1},
-		// Batches 1, 2, 4: the 4th call fails, its batch (calls 4-7) completes, then it stops.
-		{name: "stops after the failing batch", count: 500, failFrom: 4, wantCalls: 7, wantSuccesses: 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var calls atomic.Int32
-			got, err := slowStartBatch(tt.count, 1, func() error {
-				n := int(calls.Add(1))
-				if tt.failFrom > 0 && n >= tt.failFrom {
-					return errors.New("quota")
-				}
-				return nil
-			})
-			if int(calls.Load()) != tt.wantCalls || got != tt.wantSuccesses {
-				t.Errorf("calls = %d, successes = %d; want %d, %d", calls.Load(), got, tt.wantCalls, tt.wantSuccesses)
-			}
-			if (err != nil) != (tt.failFrom > 0) {
-				t.Errorf("err = %v", err)
-			}
-		})
-	}
-}
-
-func TestSlowStartBatchSizes(t *testing.T) {
-	var mu sync.Mutex
-	inFlight, peak := 0, []int{}
-	_, _ = slowStartBatch(20, 1, func() error {
-		mu.Lock()
-		inFlight++
-		peak = append(peak, inFlight)
-		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		mu.Lock()
-		inFlight--
-		mu.Unlock()
-		return nil
-	})
-	if m := slices.Max(peak); m > 8 {
-		t.Errorf("at most 8 calls run together for 20 (batches 1,2,4,8,5), saw %d", m)
-	}
-}
 
 func testPod(name, node string, ready bool) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Namespace: "ns"}}

@@ -33,6 +33,7 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/ownership"
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/slowstart"
 )
 
 // ControllerName is upstream's controller and client name.
@@ -256,30 +257,12 @@ func (r *Reconciler) act(ctx context.Context, set *appsv1.StatefulSet, current, 
 			}
 			continue
 		}
-		if err := slowStartBatch(stage, do); err != nil {
+		// Parallel sets create and delete in slow-start batches, as upstream.
+		if _, err := slowstart.Run(len(stage), func(i int) error { return do(stage[i]) }); err != nil {
 			return updated, err
 		}
 	}
 	return updated, nil
-}
-
-// slowStartBatch runs steps in batches of 1, 2, 4, … at once, stopping after a batch with
-// an error, as upstream does for Parallel sets.
-func slowStartBatch(steps []step, do func(step) error) error {
-	for i, size := 0, 1; i < len(steps); size *= 2 {
-		batch := steps[i:min(i+size, len(steps))]
-		i += len(batch)
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for j, s := range batch {
-			wg.Go(func() { errs[j] = do(s) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // createPod creates the ordinal's claims, then its pod from the revision's template.
