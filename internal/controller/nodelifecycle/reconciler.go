@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.mu.Unlock()
 	wasReady := prev != nil && prev.ready != nil && prev.ready.Status == corev1.ConditionTrue
 
-	deadline := h.probe.Add(gracePeriod(node, r.MonitorGracePeriod, r.StartupGracePeriod))
+	deadline := r.deadline(node, h)
 	if now.After(deadline) {
 		if err := r.markUnknown(ctx, node, now); err != nil {
 			return reconcile.Result{}, err
@@ -141,6 +141,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Come back when the grace period runs out, unless a heartbeat comes first.
 	return reconcile.Result{RequeueAfter: deadline.Sub(now) + time.Millisecond}, nil
+}
+
+// deadline is when a node unseen since h.probe is declared Unknown: its grace period after
+// the last sign of life, rounded up to the --node-monitor-period grid, as upstream checks
+// every node once a period. Nodes that fall silent together are judged together, so a zone
+// outage is classified before its first node is tainted.
+func (r *Reconciler) deadline(node *corev1.Node, h *health) time.Time {
+	d := h.probe.Add(gracePeriod(node, r.MonitorGracePeriod, r.StartupGracePeriod))
+	if grid := d.Truncate(r.MonitorPeriod); grid.Before(d) {
+		return grid.Add(r.MonitorPeriod)
+	}
+	return d
 }
 
 // register notes a node seen for the first time, with upstream's Event.

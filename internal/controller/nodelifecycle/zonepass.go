@@ -44,7 +44,7 @@ func (r *Reconciler) effectiveReady(node *corev1.Node, now time.Time) corev1.Con
 	r.mu.Lock()
 	h := r.healths[node.Name]
 	r.mu.Unlock()
-	if h != nil && now.After(h.probe.Add(gracePeriod(node, r.MonitorGracePeriod, r.StartupGracePeriod))) {
+	if h != nil && now.After(r.deadline(node, h)) {
 		return corev1.ConditionUnknown
 	}
 	return readyStatus(node)
