@@ -181,3 +181,21 @@ func TestBetaLabels(t *testing.T) {
 		t.Errorf("in line: nothing to change")
 	}
 }
+
+func TestDeadlineOnTheMonitorGrid(t *testing.T) {
+	r := &Reconciler{MonitorPeriod: 5 * time.Second, MonitorGracePeriod: 50 * time.Second, StartupGracePeriod: time.Minute}
+	ready := nodeWith(readyAt(t0, t0))
+	for _, tt := range []struct{ probe, want time.Time }{
+		{t0, t0.Add(50 * time.Second)},                              // already on the grid
+		{t0.Add(time.Second), t0.Add(55 * time.Second)},             // rounded up
+		{t0.Add(4900 * time.Millisecond), t0.Add(55 * time.Second)}, // nodes silent within one period
+		{t0.Add(5100 * time.Millisecond), t0.Add(60 * time.Second)}, // fall together
+	} {
+		if got := r.deadline(ready, &health{probe: tt.probe}); !got.Equal(tt.want) {
+			t.Errorf("probe %v: deadline %v, want %v", tt.probe.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
+		}
+	}
+	if got := r.deadline(nodeWith(nil), &health{probe: t0}); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("a node that never reported has the startup grace period, got %v", got.Sub(t0))
+	}
+}
