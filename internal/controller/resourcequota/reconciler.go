@@ -93,6 +93,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// Status.
 	st := newStatus(rq, measured)
+	if lowered(rq.Status.Used, st.Used) {
+		// Admission charges a creation before the object reaches the cache: a count lower
+		// than the recorded usage may have missed one. Count again shortly, so an undercount
+		// lasts a moment rather than until the next sync period.
+		next = min(next, recheckAfterRelease)
+	}
 	if statusChanged(rq, st) {
 		orig := rq.DeepCopy()
 		rq.Status = st
@@ -107,6 +113,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// recheckAfterRelease is how soon usage that went down is counted again.
+const recheckAfterRelease = time.Second
+
+// lowered reports whether any resource in now is below what was recorded.
+func lowered(recorded, now corev1.ResourceList) bool {
+	for name, q := range now {
+		if was, ok := recorded[name]; ok && q.Cmp(was) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // measure computes the usage of every hard resource kcm can count. wake, when positive, is

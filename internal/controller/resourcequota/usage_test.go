@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -169,5 +170,22 @@ func TestMetadataTransform(t *testing.T) {
 	}
 	if other, _ := MetadataTransform("tombstone"); other != "tombstone" {
 		t.Error("other objects pass through")
+	}
+}
+
+func TestLowered(t *testing.T) {
+	recorded := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1")}
+	for _, tt := range []struct {
+		now  corev1.ResourceList
+		want bool
+	}{
+		{corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}, true},
+		{corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1000m")}, false},
+		{corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}, false},
+		{corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("0")}, false}, // nothing recorded to go below
+	} {
+		if got := lowered(recorded, tt.now); got != tt.want {
+			t.Errorf("lowered(%v) = %v, want %v", tt.now, got, tt.want)
+		}
 	}
 }
