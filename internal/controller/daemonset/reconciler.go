@@ -329,7 +329,7 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 	var wg sync.WaitGroup
 	for _, p := range remove {
 		wg.Go(func() {
-			if err := r.deletePod(ctx, ds, p); err != nil {
+			if err := pod.Delete(ctx, r.Client, r.Recorder, ds, p); err != nil {
 				r.deletions.DeletionObserved(key, podKey(p))
 				if !apierrors.IsNotFound(err) {
 					record(err)
@@ -361,18 +361,6 @@ func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, 
 		r.Recorder.Eventf(ds, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
 		return err
 	}
-}
-
-func (r *Reconciler) deletePod(ctx context.Context, ds *appsv1.DaemonSet, p *corev1.Pod) error {
-	err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
-	switch {
-	case err == nil:
-		r.Recorder.Eventf(ds, p, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted pod: %v", p.Name)
-	case apierrors.IsNotFound(err):
-	default:
-		r.Recorder.Eventf(ds, p, corev1.EventTypeWarning, "FailedDelete", "Delete", "Error deleting: %v", err)
-	}
-	return err
 }
 
 // calculateStatus is upstream's updateDaemonSetStatus: counts over the nodes, judging each

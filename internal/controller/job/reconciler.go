@@ -373,15 +373,7 @@ func (r *Reconciler) deletePod(ctx context.Context, job *batchv1.Job, p *corev1.
 			return fmt.Errorf("removing tracking finalizer: %w", err)
 		}
 	}
-	err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
-	switch {
-	case err == nil:
-		r.Recorder.Eventf(job, p, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted pod: %v", p.Name)
-	case apierrors.IsNotFound(err):
-	default:
-		r.Recorder.Eventf(job, p, corev1.EventTypeWarning, "FailedDelete", "Delete", "Error deleting: %v", err)
-	}
-	return err
+	return pod.Delete(ctx, r.Client, r.Recorder, job, p)
 }
 
 // removeFinalizer drops the tracking finalizer from a pod, leaving any other finalizer.

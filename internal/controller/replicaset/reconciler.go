@@ -167,7 +167,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		)
 		for _, p := range victims {
 			wg.Go(func() {
-				if err := r.deletePod(ctx, obj, p); err != nil {
+				if err := pod.Delete(ctx, r.Client, r.Recorder, obj, p); err != nil {
 					r.expectations.DeletionObserved(key, podKey(p))
 					if !apierrors.IsNotFound(err) {
 						mu.Lock()
@@ -204,18 +204,6 @@ func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
 		return err
 	}
-}
-
-func (r *Reconciler) deletePod(ctx context.Context, obj client.Object, p *corev1.Pod) error {
-	err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
-	switch {
-	case err == nil:
-		r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted pod: %v", p.Name)
-	case apierrors.IsNotFound(err):
-	default:
-		r.Recorder.Eventf(obj, p, corev1.EventTypeWarning, "FailedDelete", "Delete", "Error deleting: %v", err)
-	}
-	return err
 }
 
 // relatedPods are the pods of every object of this kind that shares the owner's controller
