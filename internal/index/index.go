@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/pod"
 )
 
 // Orphan is the ControllerUID value of objects that have no controller.
@@ -30,4 +32,26 @@ const PodNodeName = "spec.nodeName"
 // PodNodeNameOf is the PodNodeName index function.
 func PodNodeNameOf(obj client.Object) []string {
 	return []string{obj.(*corev1.Pod).Spec.NodeName}
+}
+
+// PodClaimName indexes pods by the PersistentVolumeClaims their volumes name: the claimName
+// of persistentVolumeClaim volumes and "<pod>-<volume>" for generic ephemeral volumes (the
+// claim upstream's ephemeral-volume-controller creates for them). Keys are bare names; list
+// with client.InNamespace.
+const PodClaimName = "spec.volumes.claimName"
+
+// PodClaimNameOf is the PodClaimName index function.
+func PodClaimNameOf(obj client.Object) []string {
+	p := obj.(*corev1.Pod)
+	var names []string
+	for i := range p.Spec.Volumes {
+		v := &p.Spec.Volumes[i]
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			names = append(names, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			names = append(names, pod.EphemeralClaimName(p, v))
+		}
+	}
+	return names
 }
