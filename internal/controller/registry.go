@@ -28,9 +28,9 @@ func (d Descriptor) Built() bool { return d.Setup != nil }
 func Registry() []Descriptor {
 	return []Descriptor{
 		{Name: "serviceaccount-token-controller", Aliases: []string{"serviceaccount-token"}, Flags: []string{"concurrent-serviceaccount-token-syncs"}},
-		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Flags: []string{"concurrent-endpoint-syncs"}},
+		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Setup: setupEndpoints, Flags: endpointsFlags},
 		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Flags: []string{"concurrent-service-endpoint-syncs"}},
-		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}},
+		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}, Setup: setupEndpointSliceMirroring, Flags: endpointSliceMirroringFlags},
 		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Setup: setupReplicationController, Flags: []string{"concurrent-rc-syncs"}},
 		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}, Setup: setupPodGC, Flags: []string{"terminated-pod-gc-threshold"}},
 		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Setup: setupResourceQuota, Flags: resourceQuotaFlags},
@@ -55,7 +55,7 @@ func Registry() []Descriptor {
 		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
 		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
 		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle"}, Setup: setupNodeLifecycle, Flags: nodeLifecycleFlags},
-		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}, Setup: setupPVBinder, Flags: pvBinderFlags},
+		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}},
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
 		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
 		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}},

@@ -1,0 +1,274 @@
+// Package endpoints is upstream's endpoints-controller: for every Service with a selector it
+// keeps a v1 Endpoints object of the same name listing the selected pods' addresses, ready
+// and not ready, per port; it deletes the Endpoints when the Service goes. Endpoints of
+// Services without a selector belong to their users and are left alone.
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcm/kcm/internal/pod"
+)
+
+// ControllerName is the controller's name in kcm's registry.
+const ControllerName = "endpoints-controller"
+
+// EventSource is upstream's component name on the controller's Events.
+const EventSource = "endpoint-controller"
+
+// leaderAnnotation marks the Endpoints old leader elections used as locks; they have no
+// Service and must not be deleted as leftovers.
+const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
+
+// staleRetry is how soon a sync that found the cache behind its own write looks again.
+const staleRetry = 100 * time.Millisecond
+
+// Reconciler keeps the Endpoints of one Service.
+type Reconciler struct {
+	// Client reads Services, pods and Endpoints from the cache and writes Endpoints.
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	// BatchPeriod delays the syncs pod changes cause, to fold bursts into one write
+	// (--endpoint-updates-batch-period).
+	BatchPeriod time.Duration
+
+	triggers triggerTimes
+	stale    staleTracker
+}
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// Reconcile brings the Service's Endpoints in line with its pods.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	svc := &corev1.Service{}
+	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		// The Service is gone: so goes its Endpoints (whoever wrote it), as upstream.
+		ep := &corev1.Endpoints{}
+		ep.Namespace, ep.Name = req.Namespace, req.Name
+		if err := r.Client.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting Endpoints: %w", err)
+		}
+		r.triggers.forget(req.NamespacedName)
+		r.stale.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	// ExternalName Services get no endpoints; selector-less ones get their users'.
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
+		return reconcile.Result{}, nil
+	}
+
+	podList := &corev1.PodList{}
+	if err := r.Client.List(ctx, podList, client.InNamespace(svc.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.SelectorFromValidatedSet(svc.Spec.Selector)}); err != nil {
+		return reconcile.Result{}, err
+	}
+	pods := make([]*corev1.Pod, len(podList.Items))
+	for i := range podList.Items {
+		pods[i] = &podList.Items[i]
+	}
+	// Observed even when nothing is written, so the next write reports only newer changes.
+	triggerTime := r.triggers.observe(svc, pods)
+	subsets := DesiredSubsets(svc, pods)
+
+	var current *corev1.Endpoints
+	cached := &corev1.Endpoints{}
+	switch err := r.Client.Get(ctx, req.NamespacedName, cached); {
+	case err == nil:
+		current = cached
+	case !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
+	if r.stale.isStale(req.NamespacedName, current) {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	desired := Desired(current, svc, subsets, triggerTime)
+	if current != nil && UpToDate(current, desired) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.write(ctx, svc, current, desired)
+}
+
+// write creates or updates the Endpoints, with upstream's Events on failure.
+func (r *Reconciler) write(ctx context.Context, svc *corev1.Service, current, desired *corev1.Endpoints) error {
+	key := client.ObjectKeyFromObject(desired)
+	if current == nil {
+		err := r.Client.Create(ctx, desired)
+		if err == nil {
+			r.stale.wrote(key, created)
+			return nil
+		}
+		// In a terminating namespace creations keep failing; nothing to retry.
+		if apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		r.Recorder.Eventf(desired, nil, corev1.EventTypeWarning, "FailedToCreateEndpoint", "Create",
+			"Failed to create endpoint for service %v/%v: %v", svc.Namespace, svc.Name, err)
+		return fmt.Errorf("creating Endpoints: %w", err)
+	}
+	if err := r.Client.Update(ctx, desired); err != nil {
+		if !apierrors.IsConflict(err) {
+			r.Recorder.Eventf(desired, nil, corev1.EventTypeWarning, "FailedToUpdateEndpoint", "Update",
+				"Failed to update endpoint %v/%v: %v", svc.Namespace, svc.Name, err)
+		}
+		return fmt.Errorf("updating Endpoints: %w", err)
+	}
+	// An update the API server found to change nothing keeps the resourceVersion.
+	if desired.ResourceVersion != current.ResourceVersion {
+		r.stale.wrote(key, current.ResourceVersion)
+	}
+	log.FromContext(ctx).V(4).Info("Updated Endpoints", "subsets", len(desired.Subsets))
+	return nil
+}
+
+// SetupWithManager watches Services, pods (mapped to the Services selecting them, before
+// and after a label change) and deletions of Endpoints (recreated while the Service
+// stands); at start it also visits every Endpoints once, to delete those whose Service
+// went while no controller ran.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil || r.Recorder == nil {
+		return errors.New(ControllerName + ": Client and Recorder are required")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.enqueueServices(ctx, q, e.Object.(*corev1.Pod), nil, false)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.onPodUpdate(ctx, q, e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if p, ok := e.Object.(*corev1.Pod); ok {
+					r.enqueueServices(ctx, q, p, nil, false)
+				}
+			},
+		}).
+		Watches(&corev1.Endpoints{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				key := client.ObjectKeyFromObject(e.Object)
+				r.stale.forget(key)
+				q.Add(reconcile.Request{NamespacedName: key})
+			},
+		}).
+		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			go r.visitLeftovers(ctx, mgr.GetCache(), q)
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// onPodUpdate enqueues the Services a pod change may matter to, as upstream: none when
+// neither its endpoint-relevant fields nor its labels (hostname, subdomain) changed.
+func (r *Reconciler) onPodUpdate(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Pod) {
+	if old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	podChanged, labelsChanged := PodChanged(old, cur)
+	switch {
+	case !podChanged && !labelsChanged:
+	case !labelsChanged:
+		r.enqueueServices(ctx, q, cur, nil, false)
+	default:
+		r.enqueueServices(ctx, q, cur, old, podChanged)
+	}
+}
+
+// PodChanged reports whether a pod update may change its endpoints (deletion, readiness,
+// IPs) and whether it may change which Services select it or its hostname there.
+func PodChanged(old, cur *corev1.Pod) (podChanged, labelsChanged bool) {
+	labelsChanged = !reflect.DeepEqual(old.Labels, cur.Labels) ||
+		old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain
+	if !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) || pod.IsReady(old) != pod.IsReady(cur) ||
+		!reflect.DeepEqual(ipsOf(old), ipsOf(cur)) {
+		return true, labelsChanged
+	}
+	return false, labelsChanged
+}
+
+func ipsOf(p *corev1.Pod) []string {
+	ips := make([]string, len(p.Status.PodIPs))
+	for i, ip := range p.Status.PodIPs {
+		ips[i] = ip.IP
+	}
+	return ips
+}
+
+// enqueueServices adds, after the batch period, the Services selecting cur; with old (a
+// label change), also those that selected old: all of both when the pod changed too,
+// otherwise only those gaining or losing it.
+func (r *Reconciler) enqueueServices(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], cur, old *corev1.Pod, podChanged bool) {
+	list := &corev1.ServiceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(cur.Namespace)); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Services for a pod", "pod", client.ObjectKeyFromObject(cur))
+		return
+	}
+	for i := range list.Items {
+		svc := &list.Items[i]
+		if svc.Spec.Selector == nil {
+			continue // a nil selector selects nothing
+		}
+		sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
+		now := sel.Matches(labels.Set(cur.Labels))
+		if old != nil {
+			before := sel.Matches(labels.Set(old.Labels))
+			if !(podChanged && (now || before)) && now == before {
+				continue
+			}
+		} else if !now {
+			continue
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+		if r.BatchPeriod > 0 {
+			q.AddAfter(req, r.BatchPeriod)
+		} else {
+			q.Add(req)
+		}
+	}
+}
+
+// visitLeftovers enqueues every Endpoints once the cache has synced: a sync of one whose
+// Service is gone deletes it.
+func (r *Reconciler) visitLeftovers(ctx context.Context, c cache.Cache, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	list := &corev1.EndpointsList{}
+	if err := c.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Endpoints; leftover Endpoints will not be cleaned up")
+		return
+	}
+	for i := range list.Items {
+		if _, ok := list.Items[i].Annotations[leaderAnnotation]; ok {
+			continue
+		}
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+}
