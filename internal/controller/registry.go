@@ -29,7 +29,7 @@ func Registry() []Descriptor {
 	return []Descriptor{
 		{Name: "serviceaccount-token-controller", Aliases: []string{"serviceaccount-token"}, Flags: []string{"concurrent-serviceaccount-token-syncs"}},
 		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Setup: setupEndpoints, Flags: endpointsFlags},
-		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Flags: []string{"concurrent-service-endpoint-syncs"}},
+		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Setup: setupEndpointSlice, Flags: endpointSliceFlags},
 		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}, Setup: setupEndpointSliceMirroring, Flags: endpointSliceMirroringFlags},
 		{Name: "replicationcontroller-controller", Aliases: []string{"replicationcontroller"}, Setup: setupReplicationController, Flags: []string{"concurrent-rc-syncs"}},
 		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc"}, Setup: setupPodGC, Flags: []string{"terminated-pod-gc-threshold"}},
