@@ -1,0 +1,229 @@
+package pvbinder_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kcm/kcm/internal/controller/pvbinder"
+)
+
+var _ = Describe("persistentvolume-binder-controller", func() {
+	DescribeTable("binds a claim to the smallest Available volume that fits",
+		func(ctx SpecContext, volumes func(ctx context.Context, class string), claim []claimOpt, want string) {
+			ns := newNamespace(ctx)
+			volumes(ctx, ns)
+			createClaim(ctx, ns, "data", ptr.To(ns), "2Gi", claim...)
+			expectBound(ctx, ns, "data", ns+"-"+want, true, true)
+		},
+		Entry("capacity: the smallest of those large enough", func(ctx context.Context, class string) {
+			createVolume(ctx, class+"-1gi", class, "1Gi")
+			createVolume(ctx, class+"-10gi", class, "10Gi")
+			createVolume(ctx, class+"-5gi", class, "5Gi")
+		}, nil, "5gi"),
+		Entry("access modes: only volumes offering all the claim asks for", func(ctx context.Context, class string) {
+			createVolume(ctx, class+"-rwo", class, "2Gi")
+			createVolume(ctx, class+"-rwx", class, "8Gi", withModes(corev1.ReadWriteOnce, corev1.ReadWriteMany))
+		}, []claimOpt{wanting(corev1.ReadWriteMany)}, "rwx"),
+		Entry("class: volumes of another class or none do not fit", func(ctx context.Context, class string) {
+			createVolume(ctx, class+"-other", "", "2Gi")
+			createVolume(ctx, class+"-mine", class, "9Gi")
+		}, nil, "mine"),
+		Entry("volume mode: a Block claim gets a Block volume", func(ctx context.Context, class string) {
+			createVolume(ctx, class+"-fs", class, "2Gi")
+			createVolume(ctx, class+"-block", class, "4Gi", blockMode)
+		}, []claimOpt{wantingBlock}, "block"),
+		Entry("selector: only volumes with matching labels", func(ctx context.Context, class string) {
+			createVolume(ctx, class+"-plain", class, "2Gi")
+			createVolume(ctx, class+"-silver", class, "2Gi", withLabel("tier", "silver"))
+			createVolume(ctx, class+"-gold", class, "6Gi", withLabel("tier", "gold"))
+		}, []claimOpt{selecting("tier", "gold")}, "gold"),
+	)
+
+	It("binds a claim naming its volume, and a volume naming its claim (claimRef without UID)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		By("a claim whose spec.volumeName names an Available volume")
+		createVolume(ctx, ns+"-named", ns, "3Gi")
+		createClaim(ctx, ns, "names-volume", ptr.To(ns), "1Gi", naming(ns+"-named"))
+		expectBound(ctx, ns, "names-volume", ns+"-named", false, true)
+
+		By("a volume pre-bound to a claim by name: Available until the claim comes, then chosen over a smaller one")
+		createVolume(ctx, ns+"-small", ns, "1Gi")
+		createVolume(ctx, ns+"-prebound", ns, "5Gi", preBoundTo(ns, "named-by-volume"))
+		Eventually(volumePhase(ctx, ns+"-prebound")).WithTimeout(timeout).Should(Equal(corev1.VolumeAvailable))
+		createClaim(ctx, ns, "named-by-volume", ptr.To(ns), "1Gi")
+		expectBound(ctx, ns, "named-by-volume", ns+"-prebound", true, false)
+		Expect(getVolume(ctx, ns+"-small")(Default).Spec.ClaimRef).To(BeNil())
+
+		By("a claim naming a volume too small for it")
+		createVolume(ctx, ns+"-tiny", ns, "1Gi")
+		createClaim(ctx, ns, "too-big", ptr.To(ns), "2Gi", naming(ns+"-tiny"))
+		expectEvent(ctx, "PersistentVolumeClaim", "too-big", corev1.EventTypeWarning, pvbinder.ReasonVolumeMismatch,
+			fmt.Sprintf("Cannot bind to requested volume %q: requested PV is too small", ns+"-tiny"))
+		Expect(claimPhase(ctx, ns, "too-big")(Default)).To(Equal(corev1.ClaimPending))
+		Expect(getVolume(ctx, ns+"-tiny")(Default).Spec.ClaimRef).To(BeNil())
+	})
+
+	It("waits for the scheduler with WaitForFirstConsumer, then binds a volume whose node affinity admits the selected node", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createClass(ctx, ns, "kubernetes.io/no-provisioner", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-node", Labels: map[string]string{"kubernetes.io/hostname": ns + "-node"}}}
+		Expect(env.Client.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(env.Client.Delete(ctx, node)).To(Succeed()) })
+		createVolume(ctx, ns+"-elsewhere", ns, "1Gi", onNode("other-node"))
+		createVolume(ctx, ns+"-here", ns, "2Gi", onNode(ns+"-node"))
+
+		createClaim(ctx, ns, "wffc", ptr.To(ns), "1Gi")
+		expectEvent(ctx, "PersistentVolumeClaim", "wffc", corev1.EventTypeNormal, pvbinder.ReasonWaitForFirstConsumer,
+			"waiting for first consumer to be created before binding")
+		Consistently(func(g Gomega) string { return getClaim(ctx, ns, "wffc")(g).Spec.VolumeName }).
+			WithTimeout(3 * time.Second).Should(BeEmpty())
+
+		By("a pod using the claim, not scheduled yet")
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "consumer"},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "wffc"},
+				}}},
+			},
+		}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		expectEvent(ctx, "PersistentVolumeClaim", "wffc", corev1.EventTypeNormal, pvbinder.ReasonWaitForPodScheduled,
+			"waiting for pod consumer to be scheduled")
+		Expect(getClaim(ctx, ns, "wffc")(Default).Spec.VolumeName).To(BeEmpty())
+
+		By("the scheduler selecting the node")
+		Eventually(func() error {
+			c := getClaim(ctx, ns, "wffc")(Default)
+			metav1.SetMetaDataAnnotation(&c.ObjectMeta, pvbinder.AnnSelectedNode, node.Name)
+			return env.Client.Update(ctx, c)
+		}).WithTimeout(timeout).Should(Succeed())
+		expectBound(ctx, ns, "wffc", ns+"-here", true, true)
+		Expect(getVolume(ctx, ns+"-elsewhere")(Default).Spec.ClaimRef).To(BeNil())
+	})
+
+	It("hands a claim to its class's external provisioner, and binds the volume the provisioner creates", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, nil)
+		claim := createClaim(ctx, ns, "dynamic", ptr.To(ns), "1Gi")
+		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).WithTimeout(timeout).Should(And(
+			HaveKeyWithValue(pvbinder.AnnStorageProvisioner, "csi.example.com"),
+			HaveKeyWithValue(pvbinder.AnnBetaStorageProvisioner, "csi.example.com")))
+		expectEvent(ctx, "PersistentVolumeClaim", "dynamic", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
+			"Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. "+
+				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.")
+		Expect(claimPhase(ctx, ns, "dynamic")(Default)).To(Equal(corev1.ClaimPending))
+
+		By("the provisioner creating a volume bound to the claim")
+		name := "pvc-" + string(claim.UID)
+		createVolume(ctx, name, ns, "1Gi", func(v *corev1.PersistentVolume) {
+			v.Annotations = map[string]string{pvbinder.AnnDynamicallyProvisioned: "csi.example.com"}
+			v.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: "dynamic", UID: claim.UID}
+		})
+		expectBound(ctx, ns, "dynamic", name, true, false)
+
+		By("a claim whose class does not exist")
+		createClaim(ctx, ns, "no-class", ptr.To(ns+"-missing"), "1Gi")
+		expectEvent(ctx, "PersistentVolumeClaim", "no-class", corev1.EventTypeWarning, pvbinder.ReasonProvisioningFailed,
+			fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns+"-missing"))
+	})
+
+	It("reports FailedBinding for a claim without class, then gives it the default class once one exists", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// No volume has this label: nothing fits, whatever other specs created.
+		createClaim(ctx, ns, "classless", nil, "1Gi", selecting("none", ns))
+		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonFailedBinding,
+			"no persistent volumes available for this claim and no storage class is set")
+		Expect(getClaim(ctx, ns, "classless")(Default).Spec.StorageClassName).To(BeNil())
+
+		By("a default StorageClass appearing")
+		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, map[string]string{pvbinder.AnnIsDefaultClass: "true"})
+		Eventually(func(g Gomega) *string { return getClaim(ctx, ns, "classless")(g).Spec.StorageClassName }).
+			WithTimeout(timeout).Should(Equal(ptr.To(ns)))
+		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
+			"Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. "+
+				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.")
+	})
+
+	It("reclaims the volume of a deleted claim by its policy", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		vols := map[string]corev1.PersistentVolumeReclaimPolicy{
+			"retain": corev1.PersistentVolumeReclaimRetain, "delete-csi": corev1.PersistentVolumeReclaimDelete,
+			"delete-nfs": corev1.PersistentVolumeReclaimDelete, "recycle": corev1.PersistentVolumeReclaimRecycle,
+		}
+		for name, policy := range vols {
+			opts := []volOpt{withPolicy(policy), withLabel("for", name)}
+			if name != "delete-csi" {
+				opts = append(opts, nfs)
+			}
+			createVolume(ctx, ns+"-"+name, ns, "1Gi", opts...)
+			createClaim(ctx, ns, name, ptr.To(ns), "1Gi", selecting("for", name))
+		}
+		for name := range vols {
+			expectBound(ctx, ns, name, ns+"-"+name, true, true)
+		}
+		bound := getVolume(ctx, ns+"-retain")(Default).Status.LastPhaseTransitionTime
+		time.Sleep(1100 * time.Millisecond) // lastPhaseTransitionTime has a one-second resolution
+		for name := range vols {
+			removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, types.NamespacedName{Namespace: ns, Name: name})
+		}
+
+		By("Retain: Released, and kept")
+		Eventually(volumePhase(ctx, ns+"-retain")).WithTimeout(timeout).Should(Equal(corev1.VolumeReleased))
+		retained := getVolume(ctx, ns+"-retain")(Default)
+		Expect(retained.Status.LastPhaseTransitionTime.After(bound.Time)).To(BeTrue())
+		Expect(retained.Spec.ClaimRef).NotTo(BeNil(), "a released volume keeps its claimRef until an administrator clears it")
+
+		By("Delete by an external driver: Released, left to the driver")
+		Eventually(volumePhase(ctx, ns+"-delete-csi")).WithTimeout(timeout).Should(Equal(corev1.VolumeReleased))
+
+		By("Delete of an in-tree volume kcm has no plugin for: Failed")
+		Eventually(volumePhase(ctx, ns+"-delete-nfs")).WithTimeout(timeout).Should(Equal(corev1.VolumeFailed))
+		msg := fmt.Sprintf("error getting deleter volume plugin for volume %q: no deletable volume plugin matched", ns+"-delete-nfs")
+		expectEvent(ctx, "PersistentVolume", ns+"-delete-nfs", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedDelete, msg)
+		Expect(getVolume(ctx, ns+"-delete-nfs")(Default).Status.Message).To(Equal(msg))
+
+		By("Recycle: no recycler, Failed")
+		Eventually(volumePhase(ctx, ns+"-recycle")).WithTimeout(timeout).Should(Equal(corev1.VolumeFailed))
+		expectEvent(ctx, "PersistentVolume", ns+"-recycle", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
+			"No recycler plugin found for the volume!")
+
+		By("a later sync keeps them as they are")
+		Consistently(func(g Gomega) []corev1.PersistentVolumePhase {
+			var phases []corev1.PersistentVolumePhase
+			for _, name := range []string{"retain", "delete-csi", "delete-nfs", "recycle"} {
+				phases = append(phases, volumePhase(ctx, ns+"-"+name)(g))
+			}
+			return phases
+		}).WithTimeout(3 * time.Second).Should(Equal([]corev1.PersistentVolumePhase{
+			corev1.VolumeReleased, corev1.VolumeReleased, corev1.VolumeFailed, corev1.VolumeFailed}))
+	})
+
+	It("marks a claim Lost when its bound volume is deleted", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createVolume(ctx, ns+"-doomed", ns, "1Gi")
+		createClaim(ctx, ns, "orphaned", ptr.To(ns), "1Gi")
+		expectBound(ctx, ns, "orphaned", ns+"-doomed", true, true)
+
+		deleteVolume(ctx, ns+"-doomed")
+		Eventually(isNotFound(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-doomed"}})).WithTimeout(timeout).Should(BeTrue())
+		Eventually(claimPhase(ctx, ns, "orphaned")).WithTimeout(timeout).Should(Equal(corev1.ClaimLost))
+		expectEvent(ctx, "PersistentVolumeClaim", "orphaned", corev1.EventTypeWarning, pvbinder.ReasonClaimLost,
+			"Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+		c := getClaim(ctx, ns, "orphaned")(Default)
+		Expect(c.Spec.VolumeName).To(Equal(ns+"-doomed"), "the claim keeps naming the lost volume")
+		Expect(c.Status.Capacity).To(BeNil())
+		Expect(eventReasons(ctx, "PersistentVolumeClaim", "orphaned")).NotTo(ContainElement(pvbinder.ReasonClaimMisbound))
+	})
+})

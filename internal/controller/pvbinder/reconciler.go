@@ -1,0 +1,156 @@
+// Package pvbinder is upstream's persistentvolume-binder-controller: it binds
+// PersistentVolumeClaims to PersistentVolumes (pre-bound either way, or the smallest fitting
+// Available volume), hands claims with a StorageClass to their external provisioner, waits for
+// the scheduler with WaitForFirstConsumer classes, keeps the claim and volume phases, and
+// reclaims released volumes by their reclaim policy. Two reconcilers share the work, as
+// upstream's two queues: one for claims, one for volumes.
+package pvbinder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+const (
+	// ControllerName is the upstream controller's name; the claim and volume reconcilers are
+	// named after it.
+	ControllerName = "persistentvolume-binder-controller"
+	// ClientName is upstream's client (and service account) name.
+	ClientName = "persistent-volume-binder"
+	// EventSource is the component upstream's Events report.
+	EventSource = "persistentvolume-controller"
+	// DefaultSyncPeriod is --pvclaimbinder-sync-period's default.
+	DefaultSyncPeriod = 15 * time.Second
+)
+
+// Annotations and finalizers upstream reads and writes (k8s.io/component-helpers/storage/volume).
+const (
+	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
+	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
+	AnnSelectedNode           = "volume.kubernetes.io/selected-node"
+	AnnDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
+	AnnMigratedTo             = "pv.kubernetes.io/migrated-to"
+	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	// AnnPreResizeCapacity on a volume is the size its claim reports until a resize finishes.
+	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
+	// AnnIsDefaultClass (and its beta form) marks the default StorageClass.
+	AnnIsDefaultClass     = "storageclass.kubernetes.io/is-default-class"
+	AnnBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class"
+	// FinalizerInTree protects in-tree volumes until their plugin deleted the storage.
+	FinalizerInTree = "kubernetes.io/pv-controller"
+	// FinalizerExternal is the external provisioner's; the controller drops it from in-tree volumes.
+	FinalizerExternal = "external-provisioner.volume.kubernetes.io/finalizer"
+)
+
+// Event reasons (pkg/controller/volume/events).
+const (
+	ReasonFailedBinding        = "FailedBinding"
+	ReasonVolumeMismatch       = "VolumeMismatch"
+	ReasonVolumeFailedRecycle  = "VolumeFailedRecycle"
+	ReasonVolumeFailedDelete   = "VolumeFailedDelete"
+	ReasonExternalProvisioning = "ExternalProvisioning"
+	ReasonProvisioningFailed   = "ProvisioningFailed"
+	ReasonWaitForFirstConsumer = "WaitForFirstConsumer"
+	ReasonWaitForPodScheduled  = "WaitForPodScheduled"
+	ReasonClaimLost            = "ClaimLost"
+	ReasonClaimMisbound        = "ClaimMisbound"
+	ReasonUnknownReclaimPolicy = "VolumeUnknownReclaimPolicy"
+)
+
+// Binder holds what both reconcilers need.
+type Binder struct {
+	// Client reads claims, volumes, classes, pods and nodes from the cache and writes to the
+	// API server.
+	Client client.Client
+	// APIReader double-checks a claim the cache does not show before a volume is released.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	// SyncPeriod is --pvclaimbinder-sync-period: every claim and volume is synced again this
+	// often, as upstream's resync (a claim may find a new volume, a class may appear).
+	SyncPeriod time.Duration
+	// DynamicProvisioning is --enable-dynamic-provisioning.
+	DynamicProvisioning bool
+}
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;update;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumes/status,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=update;patch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// SetupWithManager registers the claim reconciler (claims, and volumes mapped to the claim
+// their claimRef names) and the volume reconciler (volumes, and claims mapped to the volume
+// they name), one worker each as upstream.
+func (b *Binder) SetupWithManager(mgr manager.Manager) error {
+	if b.Client == nil || b.APIReader == nil || b.Recorder == nil {
+		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
+	}
+	if b.SyncPeriod <= 0 {
+		b.SyncPeriod = DefaultSyncPeriod
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-claims").
+		For(&corev1.PersistentVolumeClaim{}).
+		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(claimOfVolume)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(&claimReconciler{b})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-volumes").
+		For(&corev1.PersistentVolume{}).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(volumeOfClaim)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(&volumeReconciler{b})
+}
+
+// claimOfVolume maps a volume to the claim its claimRef names: a volume that appears, changes
+// or goes away may bind, complete or lose that claim.
+func claimOfVolume(_ context.Context, obj client.Object) []reconcile.Request {
+	ref := obj.(*corev1.PersistentVolume).Spec.ClaimRef
+	if ref == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+}
+
+// volumeOfClaim maps a claim to the volume it is bound to: a deleted claim releases it.
+func volumeOfClaim(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.(*corev1.PersistentVolumeClaim).Spec.VolumeName
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// done turns a sync's outcome into the reconcile result: the periodic resync after success;
+// a conflict (a stale cache, or another writer) retried soon without an error log.
+func (b *Binder) done(ctx context.Context, err error) (reconcile.Result, error) {
+	switch {
+	case err == nil:
+		return reconcile.Result{RequeueAfter: b.SyncPeriod}, nil
+	case apierrors.IsConflict(err):
+		log.FromContext(ctx).V(3).Info("Sync hit a conflict, retrying", "err", err)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	default:
+		return reconcile.Result{}, err
+	}
+}
