@@ -55,7 +55,7 @@ func Registry() []Descriptor {
 		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
 		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
 		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle"}, Setup: setupNodeLifecycle, Flags: nodeLifecycleFlags},
-		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}},
+		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}, Setup: setupPVBinder, Flags: pvBinderFlags},
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
 		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
 		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}},
