@@ -27,7 +27,7 @@ func (d Descriptor) Built() bool { return d.Setup != nil }
 // (cmd/kube-controller-manager/app/controller_descriptor.go).
 func Registry() []Descriptor {
 	return []Descriptor{
-		{Name: "serviceaccount-token-controller", Aliases: []string{"serviceaccount-token"}, Flags: []string{"concurrent-serviceaccount-token-syncs"}},
+		{Name: "serviceaccount-token-controller", Aliases: []string{"serviceaccount-token"}, Setup: setupServiceAccountToken, Flags: serviceAccountTokenFlags},
 		{Name: "endpoints-controller", Aliases: []string{"endpoint"}, Setup: setupEndpoints, Flags: endpointsFlags},
 		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Setup: setupEndpointSlice, Flags: endpointSliceFlags},
 		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}, Setup: setupEndpointSliceMirroring, Flags: endpointSliceMirroringFlags},
