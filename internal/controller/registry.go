@@ -70,7 +70,7 @@ func Registry() []Descriptor {
 		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}},
 		{Name: "resourcepoolstatusrequest-controller"},
 		{Name: "device-taint-eviction-controller"},
-		{Name: "legacy-serviceaccount-token-cleaner-controller", Aliases: []string{"legacy-service-account-token-cleaner"}},
+		{Name: "legacy-serviceaccount-token-cleaner-controller", Aliases: []string{"legacy-service-account-token-cleaner"}, Setup: setupLegacyTokenCleaner, Flags: []string{"legacy-service-account-token-clean-up-period"}},
 		{Name: "validatingadmissionpolicy-status-controller", Flags: []string{"concurrent-validating-admission-policy-status-syncs"}},
 		{Name: "taint-eviction-controller", Setup: setupTaintEviction},
 		{Name: "service-cidr-controller"},

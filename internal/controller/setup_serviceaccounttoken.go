@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kcm/kcm/internal/controller/legacytokencleaner"
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/index"
 )
@@ -60,4 +61,23 @@ func setupServiceAccountToken(ctx *Context) error {
 		RootCA:    ca,
 	}
 	return r.SetupWithManager(ctx.Manager, workers)
+}
+
+// setupLegacyTokenCleaner runs the legacy token cleaner with
+// --legacy-service-account-token-clean-up-period and upstream's daily sync.
+func setupLegacyTokenCleaner(ctx *Context) error {
+	if err := ctx.Index(&corev1.Secret{}, index.SecretType, index.SecretTypeOf); err != nil {
+		return err
+	}
+	cl, err := ctx.Client("legacy-service-account-token-cleaner")
+	if err != nil {
+		return err
+	}
+	r := &legacytokencleaner.Reconciler{
+		Client:        cl,
+		APIReader:     ctx.Manager.GetAPIReader(),
+		CleanUpPeriod: ctx.Options.Duration("legacy-service-account-token-clean-up-period"),
+		SyncInterval:  legacytokencleaner.DefaultSyncInterval,
+	}
+	return r.SetupWithManager(ctx.Manager)
 }
