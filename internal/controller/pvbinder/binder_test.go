@@ -226,4 +226,35 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		Expect(c.Status.Capacity).To(BeNil())
 		Expect(eventReasons(ctx, "PersistentVolumeClaim", "orphaned")).NotTo(ContainElement(pvbinder.ReasonClaimMisbound))
 	})
+
+	It("undoes the controller's binding of a volume to a claim bound elsewhere, and marks a claim whose volume was given away Misbound", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createVolume(ctx, ns+"-first", ns, "1Gi", withLabel("for", "first"))
+		first := createClaim(ctx, ns, "first", ptr.To(ns), "1Gi", selecting("for", "first"))
+		expectBound(ctx, ns, "first", ns+"-first", true, true)
+
+		By("a second volume the controller had bound to the same claim")
+		createVolume(ctx, ns+"-extra", ns, "1Gi", func(v *corev1.PersistentVolume) {
+			v.Annotations = map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"}
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: "first", UID: first.UID}
+		})
+		Eventually(func(g Gomega) {
+			v := getVolume(ctx, ns+"-extra")(g)
+			g.Expect(v.Spec.ClaimRef).To(BeNil())
+			g.Expect(v.Annotations).NotTo(HaveKey("pv.kubernetes.io/bound-by-controller"))
+			g.Expect(v.Status.Phase).To(Equal(corev1.VolumeAvailable))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		By("the first claim's volume bound to another claim instead")
+		second := createClaim(ctx, ns, "second", ptr.To(ns), "1Gi", selecting("for", "nothing"))
+		Eventually(func() error {
+			v := getVolume(ctx, ns+"-first")(Default)
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: "second", UID: second.UID}
+			return env.Client.Update(ctx, v)
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(claimPhase(ctx, ns, "first")).WithTimeout(timeout).Should(Equal(corev1.ClaimLost))
+		expectEvent(ctx, "PersistentVolumeClaim", "first", corev1.EventTypeWarning, pvbinder.ReasonClaimMisbound,
+			"Two claims are bound to the same volume, this one is bound incorrectly")
+		expectBound(ctx, ns, "second", ns+"-first", true, true)
+	})
 })
