@@ -2,14 +2,19 @@ package serviceaccounttoken_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"gopkg.in/go-jose/go-jose.v2/jwt"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
@@ -117,6 +122,47 @@ var _ = Describe("serviceaccount-token-controller", func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sa), sa)).To(Succeed())
 			g.Expect(sa.Secrets).To(Equal([]corev1.ObjectReference{{Name: "other"}}))
 		}).Should(Succeed())
+	})
+
+	It("signs tokens a real API server accepts, which then records their use", func() {
+		// The suite's key is unknown to the API server; envtest's own signing key is not.
+		apiKey := filepath.Join(env.Environment.ControlPlane.APIServer.CertDir, "sa-signer.key")
+		Expect(env.StopManager()).To(Succeed())
+		Expect(env.StartManager([]string{serviceaccounttoken.ControllerName}, "--service-account-private-key-file="+apiKey)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(env.StopManager()).To(Succeed())
+			Expect(env.StartManager([]string{serviceaccounttoken.ControllerName}, keyFlag)).To(Succeed())
+		})
+		newServiceAccount("builder", "builder-token")
+		s := newToken("builder-token", "builder", nil, nil)
+		Eventually(populated(s)).Should(Succeed())
+
+		cfg := rest.AnonymousClientConfig(env.Config)
+		cfg.BearerToken = string(s.Data[corev1.ServiceAccountTokenKey])
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:" + ns + ":builder"))
+
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Labels).To(HaveKeyWithValue("kubernetes.io/legacy-token-last-used", time.Now().UTC().Format("2006-01-02")))
+		}).Should(Succeed())
+	})
+
+	It("refuses to start with a key file that is missing or holds no key", func() {
+		Expect(env.StopManager()).To(Succeed())
+		DeferCleanup(func() {
+			Expect(env.StartManager([]string{serviceaccounttoken.ControllerName}, keyFlag)).To(Succeed())
+		})
+		garbage := filepath.Join(GinkgoT().TempDir(), "garbage.key")
+		Expect(os.WriteFile(garbage, []byte("not a key"), 0o600)).To(Succeed())
+		for _, path := range []string{garbage, filepath.Join(GinkgoT().TempDir(), "missing.key")} {
+			err := env.StartManager([]string{serviceaccounttoken.ControllerName}, "--service-account-private-key-file="+path)
+			Expect(err).To(MatchError(ContainSubstring("--service-account-private-key-file")))
+			Expect(err).To(MatchError(ContainSubstring(serviceaccounttoken.ControllerName)))
+		}
 	})
 
 	It("does not run without --service-account-private-key-file", func() {
