@@ -77,6 +77,9 @@ func New(cfg *rest.Config, opts *options.Options, mutate ...func(*ctrlmanager.Op
 				// Of all ConfigMaps, controllers need only the root CA bundles; caching every
 				// ConfigMap of the cluster would cost memory for nothing.
 				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootcapublisher.ConfigMapName)},
+				// Of all Secrets, controllers need only service account tokens; the others (TLS
+				// material, Helm releases) can be many and large.
+				&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
 			},
 		},
 		LeaderElection:                le.Enabled,
