@@ -91,8 +91,11 @@ func podAddress(svc *corev1.Service, p *corev1.Pod) (corev1.EndpointAddress, boo
 		if ip != nil && utilnet.IsIPv6(ip) == wantIPv6 {
 			addr := corev1.EndpointAddress{
 				IP:        ip.String(),
-				NodeName:  &p.Spec.NodeName,
 				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+			}
+			// Upstream always sets it; an empty node name would fail validation.
+			if p.Spec.NodeName != "" {
+				addr.NodeName = &p.Spec.NodeName
 			}
 			if ShouldSetHostname(p, svc) {
 				addr.Hostname = p.Spec.Hostname

@@ -1,0 +1,301 @@
+package endpoints_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/controller/endpoints"
+	"github.com/kcm/kcm/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestEndpointsController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "endpoints-controller suite")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = testenv.Start([]string{"endpoints-controller"})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ep-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func createService(ctx context.Context, ns, name string, mutate ...func(*corev1.Service)) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": "blue"}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: "web", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	for _, m := range mutate {
+		m(svc)
+	}
+	Expect(env.Client.Create(ctx, svc)).To(Succeed())
+	return svc
+}
+
+// createPod creates a pod labelled app=app whose container names containerPort "http", and
+// plays the kubelet: it runs with the IP, Ready or not (no IP when ip is "").
+func createPod(ctx context.Context, ns, app, name, ip string, containerPort int32, ready bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: containerPort, Protocol: corev1.ProtocolTCP}}}}},
+	}
+	Expect(env.Client.Create(ctx, p)).To(Succeed())
+	if ip != "" {
+		setStatus(ctx, p, ip, ready)
+	}
+	return p
+}
+
+func setStatus(ctx context.Context, p *corev1.Pod, ip string, ready bool) {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}},
+	}
+	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+}
+
+func getEndpoints(ctx context.Context, g Gomega, ns, name string) *corev1.Endpoints {
+	ep := &corev1.Endpoints{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ep)).To(Succeed())
+	return ep
+}
+
+func ipsOf(addrs []corev1.EndpointAddress) []string {
+	out := []string{}
+	for _, a := range addrs {
+		out = append(out, a.IP)
+	}
+	return out
+}
+
+// summary flattens subsets into "port: ready | not ready" lines.
+func summary(ep *corev1.Endpoints) []string {
+	var out []string
+	for _, s := range ep.Subsets {
+		var ports []string
+		for _, p := range s.Ports {
+			ports = append(ports, fmt.Sprintf("%s/%d", p.Name, p.Port))
+		}
+		out = append(out, fmt.Sprintf("%v: %v | %v", ports, ipsOf(s.Addresses), ipsOf(s.NotReadyAddresses)))
+	}
+	return out
+}
+
+var _ = Describe("endpoints-controller", func() {
+	It("lists ready pods in addresses and unready ones in notReadyAddresses, and deletes the Endpoints with its Service", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		svc := createService(ctx, ns, "web")
+		a := createPod(ctx, ns, "web", "a", "10.0.0.1", 8080, true)
+		createPod(ctx, ns, "web", "b", "10.0.0.2", 8080, false)
+		createPod(ctx, ns, "web", "no-ip", "", 8080, false)
+		createPod(ctx, ns, "other", "other", "10.0.0.9", 8080, true)
+
+		Eventually(func(g Gomega) {
+			ep := getEndpoints(ctx, g, ns, "web")
+			g.Expect(summary(ep)).To(Equal([]string{"[web/8080]: [10.0.0.1] | [10.0.0.2]"}))
+			g.Expect(ep.Labels).To(Equal(map[string]string{"team": "blue", endpoints.LabelManagedBy: "endpoint-controller"}))
+			g.Expect(ep.Annotations).To(HaveKey(corev1.EndpointsLastChangeTriggerTime))
+			addr := ep.Subsets[0].Addresses[0]
+			g.Expect(addr.TargetRef).NotTo(BeNil())
+			g.Expect([]any{addr.TargetRef.Kind, addr.TargetRef.Namespace, addr.TargetRef.Name, addr.TargetRef.UID}).To(Equal([]any{"Pod", ns, "a", a.UID}))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		By("the unready pod turning ready, and the ready one being deleted")
+		b := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, b)).To(Succeed())
+		setStatus(ctx, b, "10.0.0.2", true)
+		Expect(env.Client.Delete(ctx, a, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "web"))).To(Equal([]string{"[web/8080]: [10.0.0.2] | []"}))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		By("deleting the Service")
+		Expect(env.Client.Delete(ctx, svc)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Endpoints{}))
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+	})
+
+	It("publishes unready pods as ready with publishNotReadyAddresses, labels a headless Service's Endpoints, and recreates it when deleted", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createService(ctx, ns, "pub", func(s *corev1.Service) {
+			s.Spec.PublishNotReadyAddresses = true
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+		})
+		createPod(ctx, ns, "pub", "a", "10.0.0.1", 8080, true)
+		createPod(ctx, ns, "pub", "b", "10.0.0.2", 8080, false)
+		Eventually(func(g Gomega) {
+			ep := getEndpoints(ctx, g, ns, "pub")
+			g.Expect(summary(ep)).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
+			g.Expect(ep.Labels).To(HaveKeyWithValue(corev1.IsHeadlessService, ""))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		By("deleting the Endpoints: it comes back while the Service stands")
+		Expect(env.Client.Delete(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pub"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "pub"))).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("splits pods whose named port resolves differently into two subsets", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createService(ctx, ns, "named")
+		createPod(ctx, ns, "named", "a", "10.0.0.1", 8080, true)
+		createPod(ctx, ns, "named", "b", "10.0.0.2", 9090, true)
+		createPod(ctx, ns, "named", "c", "10.0.0.3", 8080, false)
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "named"))).To(ConsistOf(
+				"[web/8080]: [10.0.0.1] | [10.0.0.3]",
+				"[web/9090]: [10.0.0.2] | []",
+			))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("leaves alone the Endpoints of a Service without a selector", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createService(ctx, ns, "manual", func(s *corev1.Service) { s.Spec.Selector = nil })
+		ep := &corev1.Endpoints{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual", Labels: map[string]string{"mine": "yes"}},
+			Subsets: []corev1.EndpointSubset{{
+				Addresses: []corev1.EndpointAddress{{IP: "192.168.0.7"}},
+				Ports:     []corev1.EndpointPort{{Name: "web", Port: 1234, Protocol: corev1.ProtocolTCP}},
+			}},
+		}
+		Expect(env.Client.Create(ctx, ep)).To(Succeed())
+		createPod(ctx, ns, "manual", "a", "10.0.0.1", 8080, true)
+		Consistently(func(g Gomega) {
+			got := getEndpoints(ctx, g, ns, "manual")
+			g.Expect(got.ResourceVersion).To(Equal(ep.ResourceVersion))
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+	})
+
+	It("does not write the Endpoints again when nothing it lists changed", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		svc := createService(ctx, ns, "quiet")
+		p := createPod(ctx, ns, "quiet", "a", "10.0.0.1", 8080, true)
+		var rv string
+		Eventually(func(g Gomega) {
+			ep := getEndpoints(ctx, g, ns, "quiet")
+			g.Expect(summary(ep)).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
+			rv = ep.ResourceVersion
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		// Let any write racing the first one land before taking the reference.
+		Consistently(func(g Gomega) string { return getEndpoints(ctx, g, ns, "quiet").ResourceVersion }).
+			WithTimeout(2 * time.Second).Should(Equal(rv))
+
+		By("changing the Service (a sync runs) and a pod's annotations")
+		svc.Annotations = map[string]string{"touched": "1"}
+		Expect(env.Client.Update(ctx, svc)).To(Succeed())
+		p.Annotations = map[string]string{"touched": "1"}
+		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Consistently(func(g Gomega) string { return getEndpoints(ctx, g, ns, "quiet").ResourceVersion }).
+			WithTimeout(3 * time.Second).Should(Equal(rv))
+
+		By("a change that matters is still written")
+		createPod(ctx, ns, "quiet", "b", "10.0.0.2", 8080, true)
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "quiet"))).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("truncates past 1000 addresses, ready ones first, with the over-capacity annotation, and drops it below", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createService(ctx, ns, "big")
+		const ready, unready = 1003, 2
+		// The test plays the kubelet for many pods: a few writers in parallel.
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for range 8 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for i := range work {
+					createPod(ctx, ns, "big", fmt.Sprintf("p-%04d", i), fmt.Sprintf("10.1.%d.%d", i/200, i%200+1), 8080, i < ready)
+				}
+			})
+		}
+		for i := range ready + unready {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+
+		Eventually(func(g Gomega) {
+			ep := getEndpoints(ctx, g, ns, "big")
+			g.Expect(ep.Annotations).To(HaveKeyWithValue(corev1.EndpointsOverCapacity, "truncated"))
+			g.Expect(ep.Subsets).To(HaveLen(1))
+			g.Expect(ep.Subsets[0].Addresses).To(HaveLen(1000))
+			g.Expect(ep.Subsets[0].NotReadyAddresses).To(BeEmpty())
+		}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		By("deleting pods until 1000 remain")
+		for i := range 5 {
+			Expect(env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)}},
+				client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			ep := getEndpoints(ctx, g, ns, "big")
+			g.Expect(ep.Annotations).NotTo(HaveKey(corev1.EndpointsOverCapacity))
+			g.Expect(ep.Subsets).To(HaveLen(1))
+			g.Expect(ep.Subsets[0].Addresses).To(HaveLen(ready - 5))
+			g.Expect(ep.Subsets[0].NotReadyAddresses).To(HaveLen(unready))
+		}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	})
+
+	It("deletes at start the Endpoints whose Service went while it was not running, but not leader-election locks", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		Expect(env.StopManager()).To(Succeed())
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				Expect(env.StartManager([]string{"endpoints-controller"})).To(Succeed())
+			}
+		})
+		subset := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}}
+		orphan := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Subsets: []corev1.EndpointSubset{subset}}
+		lock := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lock",
+			Annotations: map[string]string{"control-plane.alpha.kubernetes.io/leader": "{}"}}}
+		Expect(env.Client.Create(ctx, orphan)).To(Succeed())
+		Expect(env.Client.Create(ctx, lock)).To(Succeed())
+
+		Expect(env.StartManager([]string{"endpoints-controller"})).To(Succeed())
+		restarted = true
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.Endpoints{}))
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		Consistently(func() error {
+			return env.Client.Get(ctx, client.ObjectKeyFromObject(lock), &corev1.Endpoints{})
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+})
