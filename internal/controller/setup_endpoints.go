@@ -26,18 +26,24 @@ func setupEndpoints(ctx *Context) error {
 }
 
 // setupEndpointSliceMirroring runs endpointslice-mirroring-controller with upstream's client
-// name and --mirroring-concurrent-service-endpoint-syncs workers (default 5).
+// name, --mirroring-concurrent-service-endpoint-syncs workers (default 5) and
+// --mirroring-max-endpoints-per-subset (default 1000), refusing values upstream refuses.
 func setupEndpointSliceMirroring(ctx *Context) error {
 	cl, err := ctx.Client("endpointslicemirroring-controller")
 	if err != nil {
 		return err
 	}
+	// Not a --concurrent-* flag: read by name.
+	workers := int(ctx.Options.Int32("mirroring-concurrent-service-endpoint-syncs"))
+	maxPerSubset := int(ctx.Options.Int32("mirroring-max-endpoints-per-subset"))
+	if err := endpointslicemirroring.ValidateFlags(workers, maxPerSubset); err != nil {
+		return err
+	}
 	r := &endpointslicemirroring.Reconciler{
 		Client:                cl,
 		Recorder:              ctx.Recorder(endpointslicemirroring.EventSource),
-		MaxEndpointsPerSubset: int(ctx.Options.Int32("mirroring-max-endpoints-per-subset")),
+		MaxEndpointsPerSubset: maxPerSubset,
 		BatchPeriod:           ctx.Options.Duration("mirroring-endpointslice-updates-batch-period"),
 	}
-	// Not a --concurrent-* flag: read by name.
-	return r.SetupWithManager(ctx.Manager, int(ctx.Options.Int32("mirroring-concurrent-service-endpoint-syncs")))
+	return r.SetupWithManager(ctx.Manager, workers)
 }

@@ -1,6 +1,7 @@
 package endpointslicemirroring
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -284,4 +285,23 @@ func sameEndpoint(a, b *discoveryv1.Endpoint) bool {
 		ptr.Equal(a.Conditions.Serving, b.Conditions.Serving) &&
 		ptr.Equal(a.Conditions.Terminating, b.Conditions.Terminating) &&
 		ptr.Equal(refA, refB)
+}
+
+// ValidateFlags applies upstream's bounds to the controller's flags: 1 to 50 workers, 1 to
+// 1000 addresses per subset, with upstream's messages.
+func ValidateFlags(workers, maxPerSubset int) error {
+	var errs []error
+	switch {
+	case workers < 1:
+		errs = append(errs, fmt.Errorf("mirroring-concurrent-service-endpoint-syncs must not be less than 1, but got %d", workers))
+	case workers > 50:
+		errs = append(errs, fmt.Errorf("mirroring-concurrent-service-endpoint-syncs must not be more than 50, but got %d", workers))
+	}
+	switch {
+	case maxPerSubset < 1:
+		errs = append(errs, fmt.Errorf("mirroring-max-endpoints-per-subset must not be less than 1, but got %d", maxPerSubset))
+	case maxPerSubset > 1000:
+		errs = append(errs, fmt.Errorf("mirroring-max-endpoints-per-subset must not be more than 1000, but got %d", maxPerSubset))
+	}
+	return errors.Join(errs...)
 }

@@ -210,3 +210,28 @@ func TestPlanSlices(t *testing.T) {
 		}
 	})
 }
+
+func TestValidateFlags(t *testing.T) {
+	tests := []struct {
+		workers, max int
+		want         string
+	}{
+		{workers: 5, max: 1000},
+		{workers: 1, max: 1},
+		{workers: 50, max: 1000},
+		{workers: 0, max: 1000, want: "mirroring-concurrent-service-endpoint-syncs must not be less than 1, but got 0"},
+		{workers: 51, max: 1000, want: "mirroring-concurrent-service-endpoint-syncs must not be more than 50, but got 51"},
+		{workers: 5, max: 0, want: "mirroring-max-endpoints-per-subset must not be less than 1, but got 0"},
+		{workers: 5, max: 1001, want: "mirroring-max-endpoints-per-subset must not be more than 1000, but got 1001"},
+	}
+	for _, tt := range tests {
+		err := ValidateFlags(tt.workers, tt.max)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("ValidateFlags(%d, %d) = %q, want %q", tt.workers, tt.max, got, tt.want)
+		}
+	}
+}
