@@ -26,7 +26,7 @@ func main() {
 }
 
 func run(args []string) error {
-	opts := options.New()
+	opts := options.New(controller.Flags(controller.Registry())...)
 	switch err := opts.Parse(args); {
 	case errors.Is(err, pflag.ErrHelp):
 		return nil

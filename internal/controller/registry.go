@@ -20,6 +20,17 @@ type Descriptor struct {
 	Flags []string
 }
 
+// Flags lists the upstream flags the built controllers of reg read, for options.New.
+func Flags(reg []Descriptor) []string {
+	var flags []string
+	for _, d := range reg {
+		if d.Built() {
+			flags = append(flags, d.Flags...)
+		}
+	}
+	return flags
+}
+
 // Built reports whether kcm implements the controller.
 func (d Descriptor) Built() bool { return d.Setup != nil }
 

@@ -118,3 +118,21 @@ func TestUpstreamDefaults(t *testing.T) {
 		t.Errorf("disabled by default = %v, want %s", off, want)
 	}
 }
+
+func TestFlagsAreThoseOfBuiltControllers(t *testing.T) {
+	flags := Flags(Registry())
+	built := map[string]bool{}
+	for _, d := range Registry() {
+		for _, f := range d.Flags {
+			built[f] = built[f] || d.Built()
+		}
+	}
+	for f, b := range built {
+		if slices.Contains(flags, f) != b {
+			t.Errorf("--%s read by a built controller: %v, listed: %v", f, b, !b)
+		}
+	}
+	if !slices.Contains(flags, "node-monitor-grace-period") {
+		t.Errorf("node-lifecycle-controller's flags missing: %v", flags)
+	}
+}

@@ -5,6 +5,7 @@ package options
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,8 +66,10 @@ type LeaderElection struct {
 	ResourceNamespace string
 }
 
-// New returns Options bound to a new flag set holding every upstream flag.
-func New() *Options {
+// New returns Options bound to a new flag set holding every upstream flag. readByControllers
+// names the upstream flags some controller kcm has built reads (controller.Flags): the help
+// of every other accepted flag says kcm does not act on it yet.
+func New(readByControllers ...string) *Options {
 	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}}
 	fs := pflag.NewFlagSet("kcm", pflag.ContinueOnError)
 	fs.SortFlags = true
@@ -113,7 +116,7 @@ func New() *Options {
 			o.addConcurrencyFlag(f)
 			continue
 		}
-		o.addAcceptedFlag(f)
+		o.addAcceptedFlag(f, slices.Contains(readByControllers, f.Name))
 	}
 	return o
 }
@@ -287,9 +290,12 @@ func (o *Options) addConcurrencyFlag(f upstreamFlag) {
 	o.Concurrency[f.Name] = v
 }
 
-func (o *Options) addAcceptedFlag(f upstreamFlag) {
+func (o *Options) addAcceptedFlag(f upstreamFlag, read bool) {
 	o.accepted[f.Name] = true
-	usage := f.Usage + " (accepted for compatibility; kcm does not act on it yet)"
+	usage := f.Usage
+	if !read {
+		usage += " (accepted for compatibility; kcm does not act on it yet)"
+	}
 	flag := o.fs.VarPF(&acceptedValue{typ: f.Type, value: f.Default}, f.Name, f.Shorthand, usage)
 	flag.DefValue = f.Default
 	flag.NoOptDefVal = f.NoOptDefault

@@ -190,3 +190,13 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestHelpSaysWhichAcceptedFlagsNothingReads(t *testing.T) {
+	o := New("node-monitor-grace-period")
+	if u := o.FlagSet().Lookup("node-monitor-grace-period").Usage; strings.Contains(u, "does not act on") {
+		t.Errorf("a flag a controller reads: usage %q", u)
+	}
+	if u := o.FlagSet().Lookup("cluster-name").Usage; !strings.Contains(u, "kcm does not act on it yet") {
+		t.Errorf("a flag nothing reads: usage %q", u)
+	}
+}

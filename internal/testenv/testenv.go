@@ -95,7 +95,7 @@ func (e *Env) StartManager(controllers []string, args ...string) error {
 // election or serving, and lets setup add the controllers: a suite that shortens a
 // controller's periods builds its Reconciler itself from the same Context the registry gets.
 func (e *Env) StartManagerWith(args []string, setup func(*controller.Context) error) error {
-	opts := options.New()
+	opts := options.New(controller.Flags(controller.Registry())...)
 	if err := opts.Parse(append([]string{"--leader-elect=false", "--secure-port=0"}, args...)); err != nil {
 		return err
 	}
