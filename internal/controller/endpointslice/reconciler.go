@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -173,7 +174,7 @@ func (r *Reconciler) sync(ctx context.Context, svc *corev1.Service, pods []*core
 			errs = append(errs, err)
 		}
 		for _, e := range events {
-			r.Recorder.Eventf(svc, nil, e.eventType, e.reason, "Sync", e.message)
+			r.Recorder.Eventf(svc, nil, e.eventType, e.reason, "Sync", "%s", e.message)
 		}
 	}
 	for _, s := range dropped {
@@ -183,8 +184,32 @@ func (r *Reconciler) sync(ctx context.Context, svc *corev1.Service, pods []*core
 		}
 		r.slices.deleting(s)
 	}
-	return errors.Join(errs...)
+	return aggregate(errs)
 }
+
+// aggregate reports several errors as upstream's utilerrors.Aggregate does: one as itself,
+// more as "[first, second]".
+func aggregate(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return aggregateError(errs)
+}
+
+type aggregateError []error
+
+func (a aggregateError) Error() string {
+	msgs := make([]string, len(a))
+	for i, err := range a {
+		msgs[i] = err.Error()
+	}
+	return "[" + strings.Join(msgs, ", ") + "]"
+}
+
+func (a aggregateError) Unwrap() []error { return a }
 
 // hints sets the endpoints' hints: topology-aware hints when the annotation asks, else
 // those of trafficDistribution, else none.

@@ -313,7 +313,9 @@ func (s *endpointSet) insert(ep *discoveryv1.Endpoint) {
 	s.byKey[k] = ep
 }
 
-func (s *endpointSet) get(ep *discoveryv1.Endpoint) *discoveryv1.Endpoint { return s.byKey[endpointKey(ep)] }
+func (s *endpointSet) get(ep *discoveryv1.Endpoint) *discoveryv1.Endpoint {
+	return s.byKey[endpointKey(ep)]
+}
 
 func (s *endpointSet) remove(ep *discoveryv1.Endpoint) { delete(s.byKey, endpointKey(ep)) }
 

@@ -82,7 +82,8 @@ type podOpts struct {
 	ports     []corev1.ContainerPort
 	hostname  string
 	subdomain string
-	hold      bool // a finalizer keeps the pod after deletion (terminating)
+	hold      bool      // a finalizer keeps the pod after deletion (terminating)
+	since     time.Time // the Ready condition's lastTransitionTime (default now)
 }
 
 // createPod creates a pod and, playing the kubelet, writes its IPs, phase and readiness.
@@ -125,7 +126,11 @@ func setStatus(ctx context.Context, p *corev1.Pod, o podOpts) {
 	if o.ready {
 		ready = corev1.ConditionTrue
 	}
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
+	since := metav1.Now()
+	if !o.since.IsZero() {
+		since = metav1.NewTime(o.since)
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: since}}
 	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
 }
 
