@@ -9,7 +9,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -297,5 +299,62 @@ var _ = Describe("endpoints-controller", func() {
 		Consistently(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(lock), &corev1.Endpoints{})
 		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+
+	It("reports a failed creation with a FailedToCreateEndpoint Event, and retries", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// A validating admission policy refusing Endpoints in this namespace.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "refuse-endpoints-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"endpoints"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no endpoints here"}},
+			},
+		}
+		Expect(env.Client.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, policy))).To(Succeed()) })
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+				}},
+			},
+		}
+		Expect(env.Client.Create(ctx, binding)).To(Succeed())
+		// The API server enforces the policy once its informers see it.
+		Eventually(func() error {
+			probe := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+			err := env.Client.Create(ctx, probe)
+			if err == nil {
+				_ = env.Client.Delete(ctx, probe)
+			}
+			return err
+		}).WithTimeout(20 * time.Second).Should(HaveOccurred())
+		createService(ctx, ns, "refused")
+		createPod(ctx, ns, "refused", "a", "10.0.0.1", 8080, true)
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "Endpoints" && e.Regarding.Name == "refused" && e.Reason == "FailedToCreateEndpoint" && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(HavePrefix(fmt.Sprintf("Failed to create endpoint for service %s/refused: ", ns))))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "refused"))).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 })
