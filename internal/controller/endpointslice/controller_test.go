@@ -196,6 +196,29 @@ var _ = Describe("endpointslice-controller", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
+	It("makes no slices for selector-less and ExternalName Services", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		manual := service(ns, "manual", "x", intstr.FromInt32(80))
+		manual.Spec.Selector = nil
+		Expect(env.Client.Create(ctx, manual)).To(Succeed())
+		external := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "external"},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com", Selector: map[string]string{"app": "x"}},
+		}
+		Expect(env.Client.Create(ctx, external)).To(Succeed())
+		createPod(ctx, ns, "x", "x", podOpts{node: nodeA, ips: []string{"10.11.0.1"}, ready: true})
+		// A Service created after them gets its slice: the others had their chance.
+		Expect(env.Client.Create(ctx, service(ns, "control", "x", intstr.FromInt32(80)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(endpointsByPod(slicesOf(ctx, g, ns, "control"))).To(HaveKey("x"))
+		}).WithTimeout(timeout).Should(Succeed())
+		Consistently(func(g Gomega) {
+			list := &discoveryv1.EndpointSliceList{}
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+
 	It("does not write slices when a sync changes nothing, and restores a slice a user edited or deleted", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		svc := service(ns, "calm", "calm", intstr.FromInt32(80))
