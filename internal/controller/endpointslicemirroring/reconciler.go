@@ -259,24 +259,35 @@ func (r *Reconciler) sliceHandler() handler.EventHandler {
 // generations remembers, per Endpoints, the generation of each slice this controller last
 // wrote (or that it deleted one), as upstream's EndpointSliceTracker: a sync whose cache
 // does not show those writes yet waits rather than writing again, which would create
-// duplicates or fail on conflicts.
+// duplicates or fail on conflicts. Memories older than staleTimeout are dropped, so that a
+// lost watch event cannot hold an Endpoints forever.
 type generations struct {
 	mu    sync.Mutex
-	byKey map[types.NamespacedName]map[types.UID]int64
+	byKey map[types.NamespacedName]*writes
 }
 
-const deletionExpected = -1
+type writes struct {
+	gens map[types.UID]int64
+	at   time.Time
+}
+
+const (
+	deletionExpected = -1
+	staleTimeout     = 30 * time.Second
+)
 
 func (g *generations) set(key types.NamespacedName, uid types.UID, gen int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byKey == nil {
-		g.byKey = map[types.NamespacedName]map[types.UID]int64{}
+		g.byKey = map[types.NamespacedName]*writes{}
 	}
-	if g.byKey[key] == nil {
-		g.byKey[key] = map[types.UID]int64{}
+	w := g.byKey[key]
+	if w == nil {
+		w = &writes{gens: map[types.UID]int64{}}
+		g.byKey[key] = w
 	}
-	g.byKey[key][uid] = gen
+	w.gens[uid], w.at = gen, time.Now()
 }
 
 func (g *generations) wrote(key types.NamespacedName, uid types.UID, gen int64) { g.set(key, uid, gen) }
@@ -289,7 +300,9 @@ func (g *generations) gone(o client.Object) {
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[discoveryv1.LabelServiceName]}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.byKey[key], o.GetUID())
+	if w := g.byKey[key]; w != nil {
+		delete(w.gens, o.GetUID())
+	}
 }
 
 func (g *generations) forget(key types.NamespacedName) {
@@ -303,18 +316,22 @@ func (g *generations) forget(key types.NamespacedName) {
 func (g *generations) stale(key types.NamespacedName, cached []*discoveryv1.EndpointSlice) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	want := g.byKey[key]
-	if len(want) == 0 {
+	w := g.byKey[key]
+	if w == nil {
+		return false
+	}
+	if time.Since(w.at) > staleTimeout {
+		delete(g.byKey, key)
 		return false
 	}
 	seen := map[types.UID]bool{}
 	for _, s := range cached {
 		seen[s.UID] = true
-		if gen, ok := want[s.UID]; ok && (gen == deletionExpected || gen > s.Generation) {
+		if gen, ok := w.gens[s.UID]; ok && (gen == deletionExpected || gen > s.Generation) {
 			return true
 		}
 	}
-	for uid, gen := range want {
+	for uid, gen := range w.gens {
 		if gen != deletionExpected && !seen[uid] {
 			return true
 		}
