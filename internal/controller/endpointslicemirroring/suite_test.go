@@ -220,6 +220,16 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 		expectNoSlices(ctx, ns, "gains")
 	})
 
+	It("mirrors an Endpoints only once its Service exists", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createEndpoints(ctx, ns, "early", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
+		expectNoSlices(ctx, ns, "early")
+		createService(ctx, ns, "early", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(readiness(mirrored(ctx, g, ns, "early")[discoveryv1.AddressTypeIPv4])).To(Equal([]string{"10.0.0.1 true"}))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
 	It("deletes the mirrored slices when the Endpoints is deleted", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		createService(ctx, ns, "gone", nil)
