@@ -280,10 +280,13 @@ type topologyCache struct {
 	nodesKnown bool
 	ratios     map[string]float64
 	hinted     map[string]map[discoveryv1.AddressType]map[string]int
+	// populated are the Services with hints, as upstream tracks them: removing the hints
+	// of one address type forgets the Service.
+	populated map[string]bool
 }
 
 func newTopologyCache() *topologyCache {
-	return &topologyCache{hinted: map[string]map[discoveryv1.AddressType]map[string]int{}}
+	return &topologyCache{hinted: map[string]map[discoveryv1.AddressType]map[string]int{}, populated: map[string]bool{}}
 }
 
 // setNodes recomputes the zones' CPU shares.
@@ -320,8 +323,7 @@ func (t *topologyCache) overloadedServices() []string {
 func (t *topologyCache) hasHints(key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.hinted[key]
-	return ok
+	return t.populated[key]
 }
 
 func (t *topologyCache) removeHints(key string, addressType discoveryv1.AddressType) {
@@ -331,12 +333,14 @@ func (t *topologyCache) removeHints(key string, addressType discoveryv1.AddressT
 	if len(t.hinted[key]) == 0 {
 		delete(t.hinted, key)
 	}
+	delete(t.populated, key)
 }
 
 func (t *topologyCache) removeService(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.hinted, key)
+	delete(t.populated, key)
 }
 
 // addHints is upstream's TopologyCache.AddHints: every ready endpoint of the slices being
@@ -393,11 +397,12 @@ func (t *topologyCache) addHints(key string, addressType discoveryv1.AddressType
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, had := t.hinted[key]
+	had := t.populated[key]
 	if t.hinted[key] == nil {
 		t.hinted[key] = map[discoveryv1.AddressType]map[string]int{}
 	}
 	t.hinted[key][addressType] = allocated
+	t.populated[key] = true
 	if had {
 		return ch, nil
 	}
