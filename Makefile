@@ -16,6 +16,9 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KWOK_VERSION ?= v0.8.0
 KWOK ?= $(LOCALBIN)/kwok-$(KWOK_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
+# Upstream's kube-controller-manager, built like the API server, for `make bench`.
+UPSTREAM_KCM ?= $(K8S_BIN)/kube-controller-manager
+BENCH_ARGS ?=
 
 KCM_VERSION ?= v0.1.0-dev
 KCM_LDFLAGS := -X github.com/kcm/kcm/internal/version.gitVersion=$(KCM_VERSION)
@@ -51,8 +54,12 @@ test: k8s-bins controller-gen fmt vet ## Unit tests and envtest suites against t
 	go test ./... -count=1 -timeout 30m
 
 .PHONY: e2e
-e2e: k8s-bins kwok build ## End-to-end specs: a local cluster (etcd, kube-apiserver, kube-scheduler, KWOK nodes) with bin/kcm as a process.
-	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm go test -tags e2e ./test/e2e/ -count=1 -timeout 30m
+e2e: k8s-bins kwok build $(UPSTREAM_KCM) ## End-to-end specs: a local cluster (etcd, kube-apiserver, kube-scheduler, KWOK nodes) with bin/kcm as a process; and the benchmark at a smoke size.
+	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm UPSTREAM_KCM=$(UPSTREAM_KCM) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m
+
+.PHONY: bench
+bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kube-controller-manager: 500 Deployments x 4 replicas on 50 KWOK nodes (BENCH_ARGS="-deployments=100 ...", -h lists them). Table on stdout, JSON in bin/bench/result.json.
+	go run ./test/bench -kcm $(LOCALBIN)/kcm -upstream $(UPSTREAM_KCM) -assets $(K8S_BIN) -kwok $(KWOK) -out $(LOCALBIN)/bench/result.json -logs $(LOCALBIN)/bench/logs $(BENCH_ARGS)
 
 ##@ Development
 
@@ -90,7 +97,7 @@ deploy: ## Deploy into the cluster of the current kubeconfig.
 .PHONY: k8s-bins
 k8s-bins: $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl ## Build kube-apiserver, etcd, kube-scheduler and kubectl from their Go modules.
 
-$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl:
+$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(UPSTREAM_KCM):
 	@mkdir -p $(K8S_BIN)
 	cd $(K8S_TOOLS) && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 

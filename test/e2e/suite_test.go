@@ -1,8 +1,8 @@
 //go:build e2e && linux
 
-// Package e2e_test runs whole-cluster specs against a local cluster on loopback: etcd and
-// kube-apiserver (through envtest, with the API server's default admission plugins),
-// kube-scheduler, KWOK playing the kubelet of three fake nodes, and the kcm binary built from
+// Package e2e_test runs whole-cluster specs against a local cluster on loopback (test/cluster:
+// etcd and kube-apiserver through envtest, with the API server's default admission plugins,
+// kube-scheduler, KWOK playing the kubelet of three fake nodes) and the kcm binary built from
 // this tree as a separate process with its default controllers. Specs use only the public
 // API (a client, or kubectl), as a user would.
 //
@@ -16,30 +16,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
-	nodeheartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
-	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
 
 	"github.com/kcm/kcm/internal/testenv"
-)
-
-const (
-	// kwokAnnotation marks the nodes a kwok process manages; its value names the process.
-	kwokAnnotation = "kwok.x-k8s.io/node"
-	// liveNodes is the annotation value of the suite's kwok, which runs the cluster's nodes.
-	liveNodes = "fake"
-	nodeCount = 3
+	"github.com/kcm/kcm/test/cluster"
 )
 
 var (
@@ -51,13 +37,15 @@ var (
 	kubeconfig, kubectl string
 	// kwokBinary is bin/kwok-v0.8.0 unless $KWOK says otherwise.
 	kwokBinary string
-	// stagesFile holds KWOK's fast node and pod stages.
-	stagesFile string
+	// local is the cluster: etcd, kube-apiserver, kube-scheduler, kwok and its nodes.
+	local *cluster.Cluster
 	// cl talks to the API server directly, without a cache.
 	cl client.Client
-	// components are the cluster's long-running processes, checked after every spec.
-	components []*process
+	// components are the cluster's long-running processes and kcm, checked after every spec.
+	components []*cluster.Process
 )
+
+const nodeCount = 3
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -78,10 +66,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(os.Setenv("KUBEBUILDER_ASSETS", assets)).To(Succeed())
 	}
 	kubectl = filepath.Join(assets, "kubectl")
-	scheduler := filepath.Join(assets, "kube-scheduler")
 	kwokBinary = envOr("KWOK", filepath.Join(root, "bin", "kwok-v0.8.0"))
-	for _, bin := range []string{filepath.Join(assets, "kube-apiserver"), filepath.Join(assets, "etcd"), scheduler, kubectl} {
-		Expect(bin).To(BeAnExistingFile(), "run `make k8s-bins` (or `make e2e`) first")
+	for _, bin := range []string{"kube-apiserver", "etcd", "kube-scheduler", "kubectl"} {
+		Expect(filepath.Join(assets, bin)).To(BeAnExistingFile(), "run `make k8s-bins` (or `make e2e`) first")
 	}
 	Expect(kwokBinary).To(BeAnExistingFile(), "run `make kwok` (or `make e2e`) first")
 	kcmBinary := envOr("KCM_BINARY", "")
@@ -90,40 +77,21 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		build(kcmBinary, "github.com/kcm/kcm")
 	}
 
-	By("starting etcd and kube-apiserver")
-	te := &envtest.Environment{ControlPlaneStopTimeout: 30 * time.Second}
-	te.ControlPlane.Etcd = &envtest.Etcd{Out: logFile("etcd"), Err: logFile("etcd")}
-	apiserver := te.ControlPlane.GetAPIServer()
-	apiserver.Out, apiserver.Err = logFile("kube-apiserver"), logFile("kube-apiserver")
-	cfg, err := te.Start()
-	Expect(err).NotTo(HaveOccurred(), "starting the control plane; logs in %s", logDir)
-	DeferCleanup(func() {
-		By("stopping kube-apiserver and etcd")
-		Expect(te.Stop()).To(Succeed())
-	})
-	cl, err = client.New(cfg, client.Options{})
+	By(fmt.Sprintf("starting etcd, kube-apiserver, kube-scheduler and kwok with %d fake nodes", nodeCount))
+	local, err = cluster.Start(ctx, cluster.Options{Dir: logDir, Assets: assets, KWOK: kwokBinary, Nodes: nodeCount})
 	Expect(err).NotTo(HaveOccurred())
-	kubeconfig = filepath.Join(logDir, "kubeconfig")
-	Expect(os.WriteFile(kubeconfig, te.KubeConfig, 0o600)).To(Succeed())
+	DeferCleanup(func() {
+		By("stopping every process, then kube-apiserver and etcd")
+		Expect(local.Stop()).To(Succeed())
+	})
+	cl, kubeconfig = local.Client, local.Kubeconfig
 
-	stagesFile = filepath.Join(logDir, "kwok-stages.yaml")
-	stages := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeatWithLease,
-		podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete}
-	Expect(os.WriteFile(stagesFile, []byte(joinYAML(stages)), 0o644)).To(Succeed())
-
-	By("starting kube-scheduler, kwok and kcm")
-	components = append(components,
-		startProcess("kube-scheduler", scheduler, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0"),
-		startKWOK("kwok", liveNodes),
-		startProcess("kcm", kcmBinary, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0"),
-	)
-
-	By(fmt.Sprintf("creating %d fake nodes", nodeCount))
+	By("starting kcm")
+	_, err = local.StartProcess("kcm", kcmBinary, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0")
+	Expect(err).NotTo(HaveOccurred())
+	components = local.Processes()
 	for i := range nodeCount {
-		createNode(ctx, fmt.Sprintf("kwok-node-%d", i), liveNodes)
-	}
-	for i := range nodeCount {
-		waitNodeSchedulable(ctx, fmt.Sprintf("kwok-node-%d", i))
+		waitNodeSchedulable(ctx, cluster.NodeName(i))
 	}
 }, NodeTimeout(5*time.Minute))
 
@@ -131,44 +99,25 @@ var _ = AfterEach(func() {
 	if CurrentSpecReport().Failed() {
 		fmt.Fprintf(GinkgoWriter, "component logs: %s\n", logDir)
 	}
-	expectRunning(components...)
+	for _, p := range components {
+		Expect(p.Exited()).To(BeFalse(), "%s", p.State())
+	}
 })
 
-// startKWOK starts a kwok process managing the nodes annotated kwok.x-k8s.io/node=<value>.
-func startKWOK(name, value string) *process {
+// startKWOK starts a kwok process managing the nodes annotated kwok.x-k8s.io/node=<value>;
+// it stops when the spec ends.
+func startKWOK(name, value string) *cluster.Process {
 	GinkgoHelper()
-	return startProcess(name, kwokBinary,
-		"--kubeconfig="+kubeconfig,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"="+value,
-		"--node-lease-duration-seconds=40",
-		"--cidr=10.0.0.0/16",
-		"--config="+stagesFile,
-	)
+	p, err := local.StartProcess(name, kwokBinary, cluster.KWOKArgs(kubeconfig, local.StagesFile, value)...)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(p.Stop, 10*time.Second)
+	return p
 }
 
 // createNode creates a fake node for the kwok process that manages annotation value.
 func createNode(ctx context.Context, name, value string) {
 	GinkgoHelper()
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{kwokAnnotation: value},
-			Labels: map[string]string{
-				corev1.LabelHostname:   name,
-				corev1.LabelOSStable:   "linux",
-				corev1.LabelArchStable: "amd64",
-				"type":                 "kwok",
-			},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
-	Expect(cl.Create(ctx, node)).To(Succeed())
+	Expect(cl.Create(ctx, cluster.NewNode(name, value))).To(Succeed())
 }
 
 // waitNodeSchedulable waits until the node is Ready and the not-ready taint the API server
@@ -178,40 +127,8 @@ func waitNodeSchedulable(ctx context.Context, name string) {
 	Eventually(ctx, func(g Gomega) {
 		node := &corev1.Node{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
-		g.Expect(nodeReady(node)).To(Equal(corev1.ConditionTrue), "node %s Ready", name)
-		for _, t := range node.Spec.Taints {
-			g.Expect(t.Key).NotTo(Equal(corev1.TaintNodeNotReady), "node %s taints", name)
-		}
+		g.Expect(cluster.Schedulable(node)).To(BeTrue(), "node %s Ready, without the not-ready taint: %v", name, node.Spec.Taints)
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "logs in %s", logDir)
-}
-
-func nodeReady(node *corev1.Node) corev1.ConditionStatus {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return ""
-}
-
-// logFile opens <logDir>/<name>.log for appending.
-func logFile(name string) *os.File {
-	GinkgoHelper()
-	f, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(f.Close)
-	return f
-}
-
-// joinYAML joins YAML documents into one stream.
-func joinYAML(docs []string) string {
-	var b strings.Builder
-	for _, d := range docs {
-		b.WriteString("---\n")
-		b.WriteString(strings.TrimSpace(d))
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // build builds a main package of this module into out.

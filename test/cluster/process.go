@@ -1,0 +1,139 @@
+//go:build linux
+
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a component of the cluster run as a child process. It runs in its own process
+// group, so that a terminal's Ctrl-C reaches it only through its parent, in order, and is
+// killed should the parent die without cleaning up.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// StartProcess starts binary with args; stdout and stderr go to <Dir>/<name>.log. Stop stops it.
+func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, error) {
+	f, err := c.logFile(name)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Name: name, LogPath: filepath.Join(c.Dir, name+".log"), done: make(chan struct{})}
+	fmt.Fprintf(f, "# %s %s\n", binary, strings.Join(args, " "))
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	c.processes = append(c.processes, p)
+	return p, nil
+}
+
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// State describes the process for error messages.
+func (p *Process) State() string {
+	if !p.Exited() {
+		return fmt.Sprintf("%s (pid %d) running, log %s", p.Name, p.Pid(), p.LogPath)
+	}
+	return fmt.Sprintf("%s (pid %d) exited (%v), log %s", p.Name, p.Pid(), p.waitErr, p.LogPath)
+}
+
+// Kill ends the process group at once, as a machine dying would, and waits for it.
+func (p *Process) Kill() {
+	p.signalGroup(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop ends the process: SIGTERM to its group, then SIGKILL after grace. Safe to call twice.
+func (p *Process) Stop(grace time.Duration) {
+	if p.Exited() {
+		return
+	}
+	p.signalGroup(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
+func (p *Process) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-p.Pid(), sig) // ESRCH: already gone
+}
+
+// Usage is what the kernel accounts for a running process.
+type Usage struct {
+	// CPU is user plus system time.
+	CPU time.Duration
+	// PeakRSS is the resident set's high-water mark (VmHWM), in bytes.
+	PeakRSS int64
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times; 100 on every Linux port Go
+// supports.
+const clockTicks = 100
+
+// Usage reads the process's CPU time and peak RSS from /proc.
+func (p *Process) Usage() (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return Usage{}, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: fields after it
+	// start at the last ')'. utime and stime are fields 14 and 15.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return Usage{}, fmt.Errorf("unexpected /proc/%d/stat: %q", p.Pid(), s)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Usage{}, err
+	}
+	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return Usage{}, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return Usage{}, fmt.Errorf("parsing VmHWM %q: %w", rest, err)
+			}
+			u.PeakRSS = kb * 1024
+		}
+	}
+	return u, nil
+}

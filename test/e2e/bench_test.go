@@ -1,0 +1,69 @@
+//go:build e2e && linux
+
+package e2e_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// The benchmark (`make bench`) at a smoke size, so that it cannot rot: both managers on
+// their own fresh clusters, the full scenario, a table and the JSON.
+var _ = Describe("The benchmark", func() {
+	It("measures kcm and upstream kube-controller-manager side by side at a smoke size", func(ctx SpecContext) {
+		upstream := envOr("UPSTREAM_KCM", filepath.Join(root, "bin", "k8s", "1.37.1", "kube-controller-manager"))
+		Expect(upstream).To(BeAnExistingFile(), "`make e2e` builds it")
+		bench := filepath.Join(logDir, "bench")
+		build(bench, "github.com/kcm/kcm/test/bench")
+		kcm := envOr("KCM_BINARY", filepath.Join(logDir, "kcm"))
+		out := filepath.Join(logDir, "bench-result.json")
+
+		cmd := exec.CommandContext(ctx, bench,
+			"-deployments=6", "-replicas=2", "-nodes=2",
+			"-kcm="+kcm, "-upstream="+upstream, "-kwok="+kwokBinary,
+			"-assets="+filepath.Dir(kubectl),
+			"-out="+out, "-logs="+filepath.Join(logDir, "bench-logs"))
+		cmd.Dir = root
+		output, err := cmd.CombinedOutput()
+		GinkgoWriter.Printf("%s\n", output)
+		Expect(err).NotTo(HaveOccurred(), "bench:\n%s", output)
+		Expect(string(output)).To(ContainSubstring("kcm/upstream"), "the side-by-side table")
+
+		data, err := os.ReadFile(out)
+		Expect(err).NotTo(HaveOccurred())
+		var res struct {
+			Managers []struct {
+				Name   string
+				Phases []struct {
+					Name        string
+					WallSeconds float64
+					Requests    float64 `json:"apiRequests"`
+				}
+				Requests     float64 `json:"apiRequests"`
+				CPUSeconds   float64
+				PeakRSSBytes int64
+			}
+			Ratio          map[string]float64 `json:"ratioKCMToUpstream"`
+			APIServerLimit struct{ Pods int }
+		}
+		Expect(json.Unmarshal(data, &res)).To(Succeed())
+		Expect(res.Managers).To(HaveLen(2))
+		for _, m := range res.Managers {
+			Expect(m.Phases).To(HaveLen(3), m.Name)
+			for _, p := range m.Phases {
+				Expect(p.WallSeconds).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
+				Expect(p.Requests).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
+			}
+			Expect(m.CPUSeconds).To(BeNumerically(">", 0), m.Name)
+			Expect(m.PeakRSSBytes).To(BeNumerically(">", 1<<20), m.Name)
+		}
+		Expect(res.Ratio).To(HaveKey("create wallSeconds"))
+		Expect(res.APIServerLimit.Pods).To(Equal(12))
+	}, SpecTimeout(10*time.Minute))
+})
