@@ -53,6 +53,9 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 	cfg.QPS = opts.KubeAPIQPS
 	cfg.Burst = int(opts.KubeAPIBurst)
 	cfg.RateLimiter = nil
+	// Upstream silences the API server's warnings (e.g. "v1 Endpoints is deprecated" on every
+	// request of the endpoints controller): they are meant for people, not controllers.
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, rest.NoWarnings{}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
