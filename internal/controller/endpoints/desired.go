@@ -1,7 +1,6 @@
 package endpoints
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -9,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/conversion"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	utilnet "k8s.io/utils/net"
 
 	"github.com/kcm/kcm/internal/pod"
@@ -27,50 +25,10 @@ const (
 	ManagedByValue = "endpoint-controller"
 )
 
-// ShouldPodBeInEndpoints is upstream's rule for whether a pod yields an address: it has
-// an IP, has not finished, and is not terminating unless the Service publishes not-ready
-// addresses.
-func ShouldPodBeInEndpoints(p *corev1.Pod, includeTerminating bool) bool {
-	if pod.IsTerminal(p) {
-		return false
-	}
-	if p.Status.PodIP == "" && len(p.Status.PodIPs) == 0 {
-		return false
-	}
-	return includeTerminating || p.DeletionTimestamp == nil
-}
-
 // ShouldSetHostname reports whether the pod's hostname names its address: the pod sets
 // a hostname and its subdomain is the Service.
 func ShouldSetHostname(p *corev1.Pod, svc *corev1.Service) bool {
 	return p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name && p.Namespace == svc.Namespace
-}
-
-// FindPort resolves a Service port's targetPort on a pod: a number as is, a name through
-// the ports (with the same protocol) of its containers and of its sidecar init containers.
-func FindPort(p *corev1.Pod, svcPort *corev1.ServicePort) (int32, error) {
-	target := svcPort.TargetPort
-	if target.Type == intstr.Int {
-		return int32(target.IntValue()), nil
-	}
-	for _, c := range p.Spec.Containers {
-		for _, cp := range c.Ports {
-			if cp.Name == target.StrVal && cp.Protocol == svcPort.Protocol {
-				return cp.ContainerPort, nil
-			}
-		}
-	}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		for _, cp := range c.Ports {
-			if cp.Name == target.StrVal && cp.Protocol == svcPort.Protocol {
-				return cp.ContainerPort, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no suitable port for manifest: %s", p.UID)
 }
 
 // podAddress is the pod's address for the Service: its IP of the Service's (first) family,
@@ -121,7 +79,7 @@ func DesiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 		}
 	}
 	for _, p := range pods {
-		if !ShouldPodBeInEndpoints(p, publish) {
+		if !pod.InEndpoints(p, publish) {
 			continue
 		}
 		addr, ok := podAddress(svc, p)
@@ -136,7 +94,7 @@ func DesiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 		}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
-			num, err := FindPort(p, sp)
+			num, err := pod.FindPort(p, sp)
 			if err != nil {
 				continue
 			}

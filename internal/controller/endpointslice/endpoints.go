@@ -1,7 +1,6 @@
 package endpointslice
 
 import (
-	"fmt"
 	"net"
 	"reflect"
 	"slices"
@@ -10,21 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	utilnet "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 
 	"github.com/kcm/kcm/internal/pod"
 )
-
-// includePod is upstream's ShouldPodBeInEndpoints with terminating pods included: a pod is an
-// endpoint once it has an IP and until it finishes; a terminating pod stays, marked so.
-func includePod(p *corev1.Pod) bool {
-	if pod.IsTerminal(p) {
-		return false
-	}
-	return p.Status.PodIP != "" || len(p.Status.PodIPs) > 0
-}
 
 // podToEndpoint is the endpoint a pod makes for one address type. Ready follows the pod's
 // Ready condition but is never true while the pod terminates, unless the Service publishes
@@ -87,48 +76,18 @@ func endpointPorts(svc *corev1.Service, p *corev1.Pod) []discoveryv1.EndpointPor
 	}
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		num, err := FindPort(p, sp)
+		num, err := pod.FindPort(p, sp)
 		if err != nil {
 			continue
 		}
 		ports = append(ports, discoveryv1.EndpointPort{
 			Name:        ptr.To(sp.Name),
-			Port:        ptr.To(int32(num)),
+			Port:        ptr.To(num),
 			Protocol:    ptr.To(sp.Protocol),
 			AppProtocol: sp.AppProtocol,
 		})
 	}
 	return ports
-}
-
-// FindPort is upstream's podutil.FindPort: a numeric targetPort as is, a named one from the
-// ports of the pod's containers, then of its sidecars (init containers that always
-// restart), matching the Service port's protocol.
-func FindPort(p *corev1.Pod, sp *corev1.ServicePort) (int, error) {
-	switch sp.TargetPort.Type {
-	case intstr.Int:
-		return sp.TargetPort.IntValue(), nil
-	case intstr.String:
-		name := sp.TargetPort.StrVal
-		for _, c := range p.Spec.Containers {
-			for _, port := range c.Ports {
-				if port.Name == name && port.Protocol == sp.Protocol {
-					return int(port.ContainerPort), nil
-				}
-			}
-		}
-		for _, c := range p.Spec.InitContainers {
-			if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-				continue
-			}
-			for _, port := range c.Ports {
-				if port.Name == name && port.Protocol == sp.Protocol {
-					return int(port.ContainerPort), nil
-				}
-			}
-		}
-	}
-	return 0, fmt.Errorf("no suitable port for manifest: %s", p.UID)
 }
 
 // portsKey identifies a set of endpoint ports whatever their order: endpoints with the same

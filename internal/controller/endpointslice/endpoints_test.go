@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kcm/kcm/internal/pod"
 )
 
 func testPod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
@@ -77,8 +79,8 @@ func TestIncludePod(t *testing.T) {
 		"failed and terminated": {testPod("p", deleting, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
 	}
 	for name, tt := range tests {
-		if got := includePod(tt.pod); got != tt.want {
-			t.Errorf("%s: includePod = %v, want %v", name, got, tt.want)
+		if got := pod.InEndpoints(tt.pod, true); got != tt.want {
+			t.Errorf("%s: InEndpoints = %v, want %v", name, got, tt.want)
 		}
 	}
 }
@@ -125,39 +127,6 @@ func TestPodToEndpointFields(t *testing.T) {
 	other := podToEndpoint(p, &corev1.Node{}, testService(func(s *corev1.Service) { s.Name = "other" }), discoveryv1.AddressTypeIPv4)
 	if other.Hostname != nil || other.Zone != nil {
 		t.Errorf("hostname/zone = %v/%v, want none for another Service and a node without zone", other.Hostname, other.Zone)
-	}
-}
-
-func TestFindPort(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	p := &corev1.Pod{Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Ports: []corev1.ContainerPort{
-			{Name: "web", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
-			{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
-		}}},
-		InitContainers: []corev1.Container{
-			{Ports: []corev1.ContainerPort{{Name: "init", ContainerPort: 1, Protocol: corev1.ProtocolTCP}}},
-			{RestartPolicy: &always, Ports: []corev1.ContainerPort{{Name: "sidecar", ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}},
-		},
-	}}
-	tests := map[string]struct {
-		port    corev1.ServicePort
-		want    int
-		wantErr bool
-	}{
-		"number":             {corev1.ServicePort{TargetPort: intstr.FromInt32(81), Protocol: corev1.ProtocolTCP}, 81, false},
-		"name":               {corev1.ServicePort{TargetPort: intstr.FromString("web"), Protocol: corev1.ProtocolTCP}, 8080, false},
-		"name, protocol":     {corev1.ServicePort{TargetPort: intstr.FromString("dns"), Protocol: corev1.ProtocolUDP}, 53, false},
-		"wrong protocol":     {corev1.ServicePort{TargetPort: intstr.FromString("dns"), Protocol: corev1.ProtocolTCP}, 0, true},
-		"sidecar":            {corev1.ServicePort{TargetPort: intstr.FromString("sidecar"), Protocol: corev1.ProtocolTCP}, 9000, false},
-		"plain init ignored": {corev1.ServicePort{TargetPort: intstr.FromString("init"), Protocol: corev1.ProtocolTCP}, 0, true},
-		"missing":            {corev1.ServicePort{TargetPort: intstr.FromString("nope"), Protocol: corev1.ProtocolTCP}, 0, true},
-	}
-	for name, tt := range tests {
-		got, err := FindPort(p, &tt.port)
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("%s: FindPort = %d, %v; want %d, error %v", name, got, err, tt.want, tt.wantErr)
-		}
 	}
 }
 

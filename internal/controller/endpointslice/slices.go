@@ -9,6 +9,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kcm/kcm/internal/pod"
 )
 
 // changes is what one sync writes for one address type. unchanged are the slices kept as
@@ -47,7 +49,7 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, existing []*discov
 	desired := map[string]*endpointSet{}
 	var portKeys []string // in first-seen order, for stable results
 	for _, p := range pods {
-		if !includePod(p) {
+		if !pod.InEndpoints(p, true) {
 			continue
 		}
 		ports := endpointPorts(svc, p)
