@@ -359,22 +359,3 @@ func TestPodChanged(t *testing.T) {
 		})
 	}
 }
-
-func TestTriggerTimes(t *testing.T) {
-	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", CreationTimestamp: metav1.NewTime(created)}}
-	readyAt := func(name string, at time.Time) *corev1.Pod {
-		return testPod(name, "10.0.0.1", true, func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at) })
-	}
-	var tt triggerTimes
-	t1, t2 := created.Add(time.Minute), created.Add(2*time.Minute)
-	if got := tt.observe(svc, []*corev1.Pod{readyAt("a", t1)}); !got.Equal(created) {
-		t.Errorf("first sync = %v, want the Service's creation", got)
-	}
-	if got := tt.observe(svc, []*corev1.Pod{readyAt("a", t1)}); !got.IsZero() {
-		t.Errorf("nothing changed = %v, want zero", got)
-	}
-	if got := tt.observe(svc, []*corev1.Pod{readyAt("a", t2), readyAt("b", t1.Add(30*time.Second))}); !got.Equal(t1.Add(30 * time.Second)) {
-		t.Errorf("two changes = %v, want the earliest", got)
-	}
-}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/triggertime"
 )
 
 // ControllerName is the controller's name in kcm's registry.
@@ -52,7 +53,7 @@ type Reconciler struct {
 	// (--endpoint-updates-batch-period).
 	BatchPeriod time.Duration
 
-	triggers triggerTimes
+	triggers triggertime.Tracker
 	stale    staleTracker
 }
 
@@ -75,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting Endpoints: %w", err)
 		}
-		r.triggers.forget(req.NamespacedName)
+		r.triggers.Forget(req.NamespacedName)
 		r.stale.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -94,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		pods[i] = &podList.Items[i]
 	}
 	// Observed even when nothing is written, so the next write reports only newer changes.
-	triggerTime := r.triggers.observe(svc, pods)
+	triggerTime := r.triggers.Observe(svc, pods)
 	subsets := DesiredSubsets(svc, pods)
 
 	var current *corev1.Endpoints

@@ -11,7 +11,9 @@ import (
 
 func TestStaleTracker(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "svc"}
-	at := func(rv string) *corev1.Endpoints { return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}} }
+	at := func(rv string) *corev1.Endpoints {
+		return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+	}
 	var s staleTracker
 	if s.isStale(key, nil) || s.isStale(key, at("1")) {
 		t.Fatal("nothing written: never stale")

@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcm/kcm/internal/triggertime"
 )
 
 const (
@@ -63,7 +65,7 @@ type Reconciler struct {
 	BatchPeriod time.Duration
 
 	slices   *sliceTracker
-	triggers *triggerTimes
+	triggers *triggertime.Tracker
 	topology *topologyCache
 	// overloaded carries the Services whose topology hints a node change overloaded.
 	overloaded chan event.GenericEvent
@@ -82,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its slices go with it (garbage collector); forget what was tracked.
-			r.triggers.forget(req.NamespacedName)
+			r.triggers.Forget(req.NamespacedName)
 			r.slices.forget(req.NamespacedName)
 			r.topology.removeService(req.String())
 			return reconcile.Result{}, nil
@@ -115,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		podPtrs[i] = &pods.Items[i]
 	}
 	// Computed on every sync, written or not, so that the next sync compares with this one.
-	triggerTime := r.triggers.compute(svc, podPtrs)
+	triggerTime := r.triggers.Observe(svc, podPtrs)
 
 	if err := r.sync(ctx, svc, podPtrs, existing, triggerTime); err != nil {
 		r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Sync",
@@ -316,7 +318,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.MaxEndpointsPerSlice <= 0 {
 		r.MaxEndpointsPerSlice = DefaultMaxEndpointsPerSlice
 	}
-	r.slices, r.triggers, r.topology = newSliceTracker(), newTriggerTimes(), newTopologyCache()
+	r.slices, r.triggers, r.topology = newSliceTracker(), &triggertime.Tracker{}, newTopologyCache()
 	r.overloaded = make(chan event.GenericEvent, 1024)
 
 	err := ctrl.NewControllerManagedBy(mgr).

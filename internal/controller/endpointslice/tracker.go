@@ -2,13 +2,9 @@ package endpointslice
 
 import (
 	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kcm/kcm/internal/pod"
 )
 
 // deletionExpected marks a slice the controller deleted.
@@ -105,68 +101,4 @@ func (t *sliceTracker) forget(svc types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.generations, svc)
-}
-
-// triggerTimes computes the endpoints.kubernetes.io/last-change-trigger-time of a sync as
-// upstream's TriggerTimeTracker: the earliest Ready transition (or Service creation) newer
-// than what the previous sync of the Service saw; the Service's creation on its first sync;
-// zero when nothing changed (the annotation is then cleared on the slices written).
-type triggerTimes struct {
-	mu       sync.Mutex
-	services map[types.NamespacedName]triggerState
-}
-
-type triggerState struct {
-	service time.Time
-	pods    map[string]time.Time
-}
-
-func newTriggerTimes() *triggerTimes {
-	return &triggerTimes{services: map[types.NamespacedName]triggerState{}}
-}
-
-func (t *triggerTimes) compute(svc *corev1.Service, pods []*corev1.Pod) time.Time {
-	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	t.mu.Lock()
-	state, known := t.services[key]
-	t.mu.Unlock()
-
-	var earliest time.Time
-	podTimes := map[string]time.Time{}
-	for _, p := range pods {
-		c := pod.ReadyCondition(p)
-		if c == nil || c.LastTransitionTime.IsZero() {
-			continue
-		}
-		at := c.LastTransitionTime.Time
-		podTimes[p.Name] = at
-		if at.After(state.pods[p.Name]) {
-			earliest = earlier(earliest, at)
-		}
-	}
-	created := svc.CreationTimestamp.Time
-	if created.After(state.service) {
-		earliest = earlier(earliest, created)
-	}
-
-	t.mu.Lock()
-	t.services[key] = triggerState{service: created, pods: podTimes}
-	t.mu.Unlock()
-	if !known {
-		return created
-	}
-	return earliest
-}
-
-func earlier(current, candidate time.Time) time.Time {
-	if current.IsZero() || candidate.Before(current) {
-		return candidate
-	}
-	return current
-}
-
-func (t *triggerTimes) forget(svc types.NamespacedName) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.services, svc)
 }
