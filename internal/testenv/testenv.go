@@ -42,8 +42,14 @@ type Env struct {
 	stopped chan error
 }
 
-// StartAPIServer starts kube-apiserver and etcd only.
-func StartAPIServer() (*Env, error) {
+// DualStack gives the API server an IPv4 and an IPv6 service range, so that Services can
+// ask for both families (StartAPIServer(DualStack)).
+func DualStack(te *envtest.Environment) {
+	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/24,fd00:10:96::/108")
+}
+
+// StartAPIServer starts kube-apiserver and etcd only, configured by configure (e.g. DualStack).
+func StartAPIServer(configure ...func(*envtest.Environment)) (*Env, error) {
 	if err := ensureAssets(); err != nil {
 		return nil, err
 	}
@@ -51,6 +57,9 @@ func StartAPIServer() (*Env, error) {
 		logging.Install(logging.New(4, "text"))
 	}
 	te := &envtest.Environment{ControlPlaneStopTimeout: 30 * time.Second}
+	for _, c := range configure {
+		c(te)
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)

@@ -37,8 +37,9 @@ func TestEndpointSliceController(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	var err error
-	env, err = testenv.Start([]string{"endpointslice-controller"})
+	env, err = testenv.StartAPIServer(testenv.DualStack)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(env.StartManager([]string{"endpointslice-controller"})).To(Succeed())
 	ctx := context.Background()
 	for name, zone := range map[string]string{nodeA: zoneA, nodeB: zoneB} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
