@@ -21,9 +21,10 @@ func setupEndpointSlice(ctx *Context) error {
 	if err != nil {
 		return err
 	}
+	// Upstream reports its Events as endpoint-slice-controller, not as its client name.
 	r := &endpointslice.Reconciler{
 		Client:               cl,
-		Recorder:             ctx.Recorder(endpointslice.ControllerName),
+		Recorder:             ctx.Recorder("endpoint-slice-controller"),
 		MaxEndpointsPerSlice: int(maxPerSlice),
 		BatchPeriod:          ctx.Options.Duration("endpointslice-updates-batch-period"),
 	}

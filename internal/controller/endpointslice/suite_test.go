@@ -171,7 +171,7 @@ func expectEvent(ctx context.Context, ns, regarding, eventType, reason string, n
 		g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		var seen []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == regarding && e.Reason == reason && e.Type == eventType {
+			if e.Regarding.Name == regarding && e.Reason == reason && e.Type == eventType && e.ReportingController == "endpoint-slice-controller" {
 				if ok, _ := note.Match(e.Note); ok {
 					return
 				}
