@@ -37,6 +37,8 @@ type Config struct {
 	Controllers []string `json:"controllers"`
 	// Workers is how many requests the driver (and the API server baseline) has in flight.
 	Workers int `json:"driverWorkers"`
+	// ByClient has the API server audit every request, to count the manager's by client.
+	ByClient bool `json:"byClient"`
 	// PhaseTimeout bounds each phase.
 	PhaseTimeout time.Duration `json:"-"`
 }
@@ -76,6 +78,7 @@ func main() {
 	flag.Float64Var(&cfg.QPS, "kube-api-qps", 20, "--kube-api-qps given to both managers (upstream's default)")
 	flag.IntVar(&cfg.Burst, "kube-api-burst", 30, "--kube-api-burst given to both managers (upstream's default)")
 	flag.IntVar(&cfg.Workers, "workers", 16, "requests the driver keeps in flight")
+	flag.BoolVar(&cfg.ByClient, "by-controller", false, "count each manager's requests by client (controller) from an API server audit log; costs the API server some CPU")
 	flag.DurationVar(&cfg.PhaseTimeout, "phase-timeout", 30*time.Minute, "longest a phase may take")
 	flag.StringVar(&ctrlFlags, "controllers", "", "--controllers for both managers (default: every controller kcm has built)")
 	flag.StringVar(&managers, "managers", "upstream,kcm", "managers to measure, in order")
@@ -139,6 +142,7 @@ func main() {
 	}
 	res.Ratio = ratios(res.Managers)
 	printTable(os.Stdout, res)
+	printClients(os.Stdout, res)
 	if err := writeJSON(out, res); err != nil {
 		fail(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type PhaseResult struct {
 	// over the phase's wall time.
 	PodsCreated   int     `json:"podsCreated"`
 	PodsPerSecond float64 `json:"podsPerSecond"`
+	// ByClient counts the phase's requests by the manager's client (controller), with
+	// -by-controller.
+	ByClient map[string]int `json:"requestsByClient,omitempty"`
 }
 
 type clusterPaths struct{ dir, assets, kwok string }
@@ -68,7 +72,7 @@ type sample struct {
 
 // run measures one manager on a fresh cluster.
 func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*ManagerResult, error) {
-	c, err := cluster.Start(ctx, cluster.Options{Dir: paths.dir, Assets: paths.assets, KWOK: paths.kwok, Nodes: cfg.Nodes})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: paths.dir, Assets: paths.assets, KWOK: paths.kwok, Nodes: cfg.Nodes, Audit: cfg.ByClient})
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +129,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 		{"delete", 0, deleteDeployments, podsGone},
 	}
 	prev := start
+	var windows []window
 	for _, ph := range phases {
 		fmt.Printf("bench: %s: %s\n", m.Name, ph.name)
 		if err := ph.act(ctx, c.Client, cfg); err != nil {
@@ -157,8 +162,18 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 			pr.PodsPerSecond = float64(ph.pods) / pr.WallSeconds
 		}
 		res.Phases = append(res.Phases, pr)
+		windows = append(windows, window{name: ph.name, start: prev.at, end: end.at})
 		fmt.Printf("bench: %s: %s took %.1f s, %.0f API requests, %.1f CPU s\n", m.Name, ph.name, pr.WallSeconds, pr.Requests, pr.CPUSeconds)
 		prev = end
+	}
+	if cfg.ByClient {
+		byPhase, err := requestsByClient(c.AuditLog, filepath.Base(m.Binary), windows)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range res.Phases {
+			p.ByClient = byPhase[p.Name]
+		}
 	}
 	// Totals cover the manager's whole life, start-up and idle included.
 	res.Requests = prev.requests

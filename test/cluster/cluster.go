@@ -50,6 +50,9 @@ type Options struct {
 	KWOK string
 	// Nodes is the number of fake nodes; 0 starts neither kube-scheduler nor kwok.
 	Nodes int
+	// Audit makes the API server log every request's metadata (verb, resource, user agent,
+	// time) to AuditLog, one JSON event per line.
+	Audit bool
 }
 
 // Cluster is a running local cluster.
@@ -62,6 +65,8 @@ type Cluster struct {
 	Client client.Client
 	// StagesFile holds KWOK's stages, for more kwok processes (KWOKArgs).
 	StagesFile string
+	// AuditLog is the API server's audit log when Options.Audit is set.
+	AuditLog string
 
 	env       *envtest.Environment
 	processes []*Process
@@ -95,6 +100,15 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	apiserver := c.env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = apiLog, apiLog
+	if opts.Audit {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return err
+		}
+		c.AuditLog = filepath.Join(c.Dir, "audit.log")
+		apiserver.Configure().Set("audit-policy-file", policy).Set("audit-log-path", c.AuditLog).
+			Set("audit-log-format", "json").Set("audit-log-mode", "blocking")
+	}
 	if c.Config, err = c.env.Start(); err != nil {
 		c.env = nil
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
@@ -129,6 +143,14 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	}
 	return nil
 }
+
+// auditPolicy records each request once, when it completes, without bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+`
 
 // Stages are KWOK's exported fast stages: nodes become Ready and heartbeat through Leases;
 // scheduled pods become Running and Ready, pods of Jobs complete, deleted pods go at once.

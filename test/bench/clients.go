@@ -1,0 +1,112 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// auditEvent is what the benchmark reads of an audit.k8s.io/v1 Event.
+type auditEvent struct {
+	UserAgent string    `json:"userAgent"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+}
+
+// window is a phase's span of time.
+type window struct {
+	name       string
+	start, end time.Time
+}
+
+// requestsByClient counts, per phase, the requests in the API server's audit log that the
+// manager made, by client: the name both managers put last in their User-Agent
+// (".../kubernetes/<commit>/<client>", e.g. replicaset-controller); requests without one
+// (kcm's shared cache, Event recorder and leader election) count as "(manager)".
+func requestsByClient(auditLog, binary string, phases []window) (map[string]map[string]int, error) {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]map[string]int{}
+	for _, w := range phases {
+		out[w.name] = map[string]int{}
+	}
+	prefix := binary + "/"
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", auditLog, err)
+		}
+		if !strings.HasPrefix(e.UserAgent, prefix) {
+			continue
+		}
+		for _, w := range phases {
+			if !e.Received.Before(w.start) && e.Received.Before(w.end) {
+				out[w.name][clientName(e.UserAgent)]++
+				break
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+const noClient = "(manager)"
+
+// clientName is the part of a User-Agent after "kubernetes/<commit>/".
+func clientName(userAgent string) string {
+	_, rest, ok := strings.Cut(userAgent, " kubernetes/")
+	if !ok {
+		return noClient
+	}
+	_, name, ok := strings.Cut(rest, "/")
+	if !ok || name == "" {
+		return noClient
+	}
+	return name
+}
+
+// printClients writes, per manager, the requests of its busiest clients in each phase.
+func printClients(w io.Writer, res *Result) {
+	for _, m := range res.Managers {
+		if len(m.Phases) == 0 || m.Phases[0].ByClient == nil {
+			continue
+		}
+		totals := map[string]int{}
+		for _, p := range m.Phases {
+			for c, n := range p.ByClient {
+				totals[c] += n
+			}
+		}
+		clients := make([]string, 0, len(totals))
+		for c := range totals {
+			clients = append(clients, c)
+		}
+		sort.Slice(clients, func(i, j int) bool { return totals[clients[i]] > totals[clients[j]] })
+		fmt.Fprintf(w, "\n%s: API requests by client (from the API server's audit log)\n", m.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		header := []string{"client"}
+		for _, p := range m.Phases {
+			header = append(header, p.Name)
+		}
+		fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+		for _, c := range clients {
+			cells := []string{c}
+			for _, p := range m.Phases {
+				cells = append(cells, fmt.Sprint(p.ByClient[c]))
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		}
+		_ = tw.Flush()
+	}
+}

@@ -1,0 +1,70 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestClientName(t *testing.T) {
+	for ua, want := range map[string]string{
+		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/replicaset-controller": "replicaset-controller",
+		"kcm/v0.1.0-dev (linux/amd64) kubernetes/kcm/garbage-collector":                          "garbage-collector",
+		"kcm/v0.1.0-dev (linux/amd64) kubernetes/$Format":                                        noClient,
+		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/shared-informers":      "shared-informers",
+		"curl/8.0": noClient,
+	} {
+		if got := clientName(ua); got != want {
+			t.Errorf("clientName(%q) = %q, want %q", ua, got, want)
+		}
+	}
+}
+
+func TestRequestsByClient(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+	line := func(ua string, at time.Time) string {
+		return `{"kind":"Event","verb":"create","userAgent":"` + ua + `","requestReceivedTimestamp":"` + at.Format(time.RFC3339Nano) + `"}`
+	}
+	rs := "kcm/v0 (linux/amd64) kubernetes/kcm/replicaset-controller"
+	log := strings.Join([]string{
+		line(rs, t0.Add(time.Second)),
+		line(rs, t0.Add(2*time.Second)),
+		line("kcm/v0 (linux/amd64) kubernetes/kcm/deployment-controller", t0.Add(11*time.Second)),
+		line("kube-scheduler/v1.37.1 (linux/amd64) kubernetes/abc/scheduler", t0.Add(time.Second)),
+		line(rs, t0.Add(time.Hour)),
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := requestsByClient(path, "kcm", []window{
+		{"create", t0, t0.Add(10 * time.Second)},
+		{"update", t0.Add(10 * time.Second), t0.Add(20 * time.Second)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["create"]["replicaset-controller"] != 2 || got["update"]["deployment-controller"] != 1 || len(got["create"]) != 1 || len(got["update"]) != 1 {
+		t.Errorf("requests by client = %v; want the manager's requests only, each in its phase", got)
+	}
+}
+
+func TestSumMetric(t *testing.T) {
+	text := `# HELP rest_client_requests_total Number of HTTP requests
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 7
+rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 5
+rest_client_requests_total_other 100
+`
+	got, err := sumMetric(strings.NewReader(text), "rest_client_requests_total")
+	if err != nil || got != 12 {
+		t.Errorf("sumMetric = %v, %v; want 12", got, err)
+	}
+	if _, err := sumMetric(strings.NewReader("other 1\n"), "rest_client_requests_total"); err == nil {
+		t.Errorf("a missing metric must be an error")
+	}
+}
