@@ -8,13 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/ownership"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -82,19 +83,8 @@ func (h *podHandler) deleted(ctx context.Context, p *corev1.Pod, q queue) {
 // owner is the DaemonSet the pod's controller reference names, read from the cache to check
 // its UID (a DaemonSet recreated under the same name is another owner).
 func (h *podHandler) owner(ctx context.Context, p *corev1.Pod) (types.NamespacedName, bool) {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != dsGVK.Kind {
-		return types.NamespacedName{}, false
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != dsGVK.Group {
-		return types.NamespacedName{}, false
-	}
-	key := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
-	ds := &appsv1.DaemonSet{}
-	if err := h.r.Client.Get(ctx, key, ds); err != nil || ds.UID != ref.UID {
-		return types.NamespacedName{}, false
-	}
-	return key, true
+	ds, ok := ownership.Controller(ctx, h.r.Client, p, dsGVK, &appsv1.DaemonSet{})
+	return client.ObjectKeyFromObject(ds), ok
 }
 
 // queueMatching queues the DaemonSets of the orphan's namespace whose selector matches it.

@@ -8,13 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/ownership"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -138,15 +139,8 @@ func (h *podHandler) owner(ctx context.Context, p *corev1.Pod) (types.Namespaced
 
 // controllingJob returns the batch/v1 Job that controls the pod, from the cache.
 func controllingJob(ctx context.Context, c client.Reader, p *corev1.Pod) (*batchv1.Job, bool) {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != jobGVK.Kind {
-		return nil, false
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != jobGVK.Group {
-		return nil, false
-	}
-	job := &batchv1.Job{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, job); err != nil || job.UID != ref.UID {
+	job, ok := ownership.Controller(ctx, c, p, jobGVK, &batchv1.Job{})
+	if !ok {
 		return nil, false
 	}
 	return job, true

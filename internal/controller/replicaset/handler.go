@@ -7,12 +7,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/ownership"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -85,19 +87,8 @@ func (h *podHandler) deleted(ctx context.Context, p *corev1.Pod, q queue) {
 // owner resolves the pod's controller to an existing object of our kind with the UID the
 // reference names.
 func (h *podHandler) owner(ctx context.Context, p *corev1.Pod) (types.NamespacedName, bool) {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != h.r.Kind.GVK.Kind {
-		return types.NamespacedName{}, false
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != h.r.Kind.GVK.Group {
-		return types.NamespacedName{}, false
-	}
-	key := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
-	obj := h.r.Kind.New()
-	if err := h.r.Client.Get(ctx, key, obj); err != nil || obj.GetUID() != ref.UID {
-		return types.NamespacedName{}, false
-	}
-	return key, true
+	o, ok := ownership.Controller(ctx, h.r.Client, p, h.r.Kind.GVK, h.r.Kind.New())
+	return client.ObjectKeyFromObject(o), ok
 }
 
 // queueMatching queues every owner of our kind whose selector matches an orphan pod: one of
