@@ -15,6 +15,7 @@ import (
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/version"
 )
 
@@ -26,7 +27,8 @@ func main() {
 }
 
 func run(args []string) error {
-	opts := options.New(controller.Flags(controller.Registry())...)
+	registry := controller.Registry()
+	opts := options.New(setup.FlagsRead(registry)...)
 	switch err := opts.Parse(args); {
 	case errors.Is(err, pflag.ErrHelp):
 		return nil
@@ -37,7 +39,7 @@ func run(args []string) error {
 		fmt.Printf("kcm %s (kube-controller-manager v1.37.1 compatible)\n", version.Get())
 		return nil
 	}
-	sel, err := controller.Select(controller.Registry(), opts.Controllers)
+	sel, err := setup.Select(registry, opts.Controllers)
 	if err != nil {
 		return err
 	}
@@ -52,11 +54,11 @@ func run(args []string) error {
 		return fmt.Errorf("loading client configuration: %w", err)
 	}
 	cfg := manager.RESTConfig(base, opts)
-	mgr, err := manager.New(cfg, opts)
+	mgr, err := manager.New(cfg, opts, setup.CacheRestrictions(registry))
 	if err != nil {
 		return err
 	}
-	if _, err := controller.SetupEnabled(&controller.Context{Manager: mgr, Options: opts, Config: cfg}, sel); err != nil {
+	if _, err := setup.SetupEnabled(setup.NewContext(mgr, opts, cfg), sel); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // The names of kube-controller-manager v1.37.1 (`kube-controller-manager --help`).
@@ -50,63 +54,8 @@ func TestRegistryHasEveryUpstreamController(t *testing.T) {
 	}
 }
 
-func TestSelect(t *testing.T) {
-	built := func(*Context) error { return nil }
-	registry := []Descriptor{
-		{Name: "a-controller", Aliases: []string{"a"}, Setup: built},
-		{Name: "b-controller", Aliases: []string{"b"}},
-		{Name: "off-controller", Aliases: []string{"off"}, DisabledByDefault: true, Setup: built},
-	}
-	tests := []struct {
-		name         string
-		controllers  []string
-		wantEnabled  string
-		wantNotBuilt string
-		wantErr      string
-	}{
-		{name: "star enables the on-by-default", controllers: []string{"*"}, wantEnabled: "a-controller,b-controller", wantNotBuilt: "b-controller"},
-		{name: "disable one", controllers: []string{"*", "-a-controller"}, wantEnabled: "b-controller", wantNotBuilt: "b-controller"},
-		{name: "disable by alias", controllers: []string{"*", "-a"}, wantEnabled: "b-controller", wantNotBuilt: "b-controller"},
-		{name: "enable one disabled by default", controllers: []string{"*", "off"}, wantEnabled: "a-controller,b-controller,off-controller", wantNotBuilt: "b-controller"},
-		{name: "no star: only those named", controllers: []string{"a-controller"}, wantEnabled: "a-controller"},
-		{name: "only a minus: nothing", controllers: []string{"-a-controller"}},
-		{name: "first entry naming a controller decides", controllers: []string{"-a", "a-controller", "*"}, wantEnabled: "b-controller", wantNotBuilt: "b-controller"},
-		{name: "first entry decides, enabling", controllers: []string{"a", "-a"}, wantEnabled: "a-controller"},
-		{name: "empty list", controllers: nil},
-		{name: "unknown", controllers: []string{"*", "bogus"}, wantErr: `unknown controller "bogus"`},
-		{name: "unknown negated", controllers: []string{"-bogus"}, wantErr: `"-bogus"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sel, err := Select(registry, tt.controllers)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var enabled []string
-			for _, d := range sel.Enabled {
-				enabled = append(enabled, d.Name)
-			}
-			if got := strings.Join(enabled, ","); got != tt.wantEnabled {
-				t.Errorf("enabled = %q, want %q", got, tt.wantEnabled)
-			}
-			if got := strings.Join(sel.NotBuilt, ","); got != tt.wantNotBuilt {
-				t.Errorf("not built = %q, want %q", got, tt.wantNotBuilt)
-			}
-			if len(sel.Enabled)+len(sel.Disabled) != len(registry) {
-				t.Errorf("enabled and disabled do not cover the registry")
-			}
-		})
-	}
-}
-
 func TestUpstreamDefaults(t *testing.T) {
-	sel, err := Select(Registry(), []string{"*"})
+	sel, err := setup.Select(Registry(), []string{"*"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +69,10 @@ func TestUpstreamDefaults(t *testing.T) {
 }
 
 func TestFlagsAreThoseOfBuiltControllers(t *testing.T) {
-	flags := Flags(Registry())
+	flags := setup.FlagsRead(Registry())
 	built := map[string]bool{}
 	for _, d := range Registry() {
-		for _, f := range d.Flags {
+		for _, f := range d.FlagNames() {
 			built[f] = built[f] || d.Built()
 		}
 	}
@@ -134,5 +83,46 @@ func TestFlagsAreThoseOfBuiltControllers(t *testing.T) {
 	}
 	if !slices.Contains(flags, "node-monitor-grace-period") {
 		t.Errorf("node-lifecycle-controller's flags missing: %v", flags)
+	}
+}
+
+// Upstream starts the tokens controller before every other controller; kcm sets controllers
+// up in registry order, so it must stay first there.
+func TestServiceAccountTokenControllerIsSetUpFirst(t *testing.T) {
+	sel, err := setup.Select(Registry(), []string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := sel.Enabled[0]; first.Name != "serviceaccount-token-controller" || !first.Built() {
+		t.Errorf("first controller set up is %s (built %v), want serviceaccount-token-controller", first.Name, first.Built())
+	}
+}
+
+// Each built controller names its client, as upstream names its clientset (User-Agent, and
+// the ServiceAccount with --use-service-account-credentials).
+func TestBuiltControllersNameTheirClient(t *testing.T) {
+	for _, d := range Registry() {
+		if d.Built() && d.ClientName == "" {
+			t.Errorf("%s has no ClientName", d.Name)
+		}
+	}
+}
+
+// Two controllers restricting the cache for one kind must ask for the same restriction: the
+// cache has one shape for everybody.
+func TestCacheRestrictionsAgree(t *testing.T) {
+	seen := map[string]string{}
+	for _, d := range Registry() {
+		for obj, by := range d.Cache {
+			key := index.TypeName(obj)
+			got := fmt.Sprintf("label=%v field=%v namespaces=%v", by.Label, by.Field, by.Namespaces)
+			if prev, ok := seen[key]; ok && prev != got {
+				t.Errorf("%s: %s restricts %s to %s, another controller to %s", key, d.Name, key, got, prev)
+			}
+			seen[key] = got
+		}
+	}
+	if len(setup.CacheRestrictions(Registry())) != len(seen) {
+		t.Errorf("CacheRestrictions lost a kind")
 	}
 }

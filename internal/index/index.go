@@ -1,6 +1,5 @@
 // Package index holds the cache's field indexes: exported keys, with the functions that
-// compute them. Controllers ask for the ones they use through controller.Context.Index,
-// which registers each once per manager.
+// compute them, and the Index values controllers name in their descriptors (register.go).
 package index
 
 import (

@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -26,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kcm/kcm/internal/controller/rootcapublisher"
 	"github.com/kcm/kcm/internal/options"
 )
 
@@ -62,9 +59,10 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 	return cfg
 }
 
-// New returns the Manager. cfg should come from RESTConfig; mutate adjusts the options
-// last (tests use it, e.g. to skip controller-name validation).
-func New(cfg *rest.Config, opts *options.Options, mutate ...func(*ctrlmanager.Options)) (ctrlmanager.Manager, error) {
+// New returns the Manager. cfg should come from RESTConfig; restrictions limit what the
+// shared cache holds of some kinds (setup.CacheRestrictions of the registry); mutate adjusts
+// the options last (tests use it, e.g. to skip controller-name validation).
+func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object]cache.ByObject, mutate ...func(*ctrlmanager.Options)) (ctrlmanager.Manager, error) {
 	le := opts.LeaderElection
 	// Leader election renews through its own connection so that busy controllers never
 	// delay a renewal.
@@ -76,14 +74,7 @@ func New(cfg *rest.Config, opts *options.Options, mutate ...func(*ctrlmanager.Op
 		Scheme: Scheme(),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				// Of all ConfigMaps, controllers need only the root CA bundles; caching every
-				// ConfigMap of the cluster would cost memory for nothing.
-				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootcapublisher.ConfigMapName)},
-				// Of all Secrets, controllers need only service account tokens; the others (TLS
-				// material, Helm releases) can be many and large.
-				&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
-			},
+			ByObject:         restrictions,
 		},
 		LeaderElection:                le.Enabled,
 		LeaderElectionResourceLock:    le.ResourceLock,
@@ -121,7 +112,7 @@ func metricsOptions(opts *options.Options, checks map[string]healthz.Checker) me
 	}
 	mo := metricsserver.Options{
 		SecureServing:  true,
-		BindAddress:    net.JoinHostPort(opts.BindAddress, strconv.Itoa(int(opts.SecurePort))),
+		BindAddress:    net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)),
 		ExtraHandlers:  extra,
 		FilterProvider: allowPaths(opts.AlwaysAllowPaths, filters.WithAuthenticationAndAuthorization),
 	}

@@ -31,7 +31,7 @@ type Options struct {
 
 	// SecurePort and BindAddress serve /healthz, /readyz, /livez and /metrics over HTTPS,
 	// as upstream does on 10257; SecurePort 0 turns the server off.
-	SecurePort  int32
+	SecurePort  int
 	BindAddress string
 	TLSCertFile string
 	TLSKeyFile  string
@@ -93,7 +93,7 @@ func New(readByControllers ...string) *Options {
 	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", "kube-controller-manager", "The name of resource object that is used for locking during leader election.")
 	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", "kube-system", "The namespace of resource object that is used for locking during leader election.")
 
-	fs.Int32Var(&o.SecurePort, "secure-port", 10257, "The port on which to serve HTTPS /healthz, /readyz, /livez and /metrics. If 0, don't serve them.")
+	fs.IntVar(&o.SecurePort, "secure-port", 10257, "The port on which to serve HTTPS /healthz, /readyz, /livez and /metrics. If 0, don't serve them.")
 	fs.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "The IP address on which to listen for the --secure-port port.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "File containing the default x509 certificate for HTTPS. If unset, a self-signed certificate is generated.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
@@ -180,14 +180,8 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Workers returns the value of a --concurrent-*-syncs flag, or fallback when the name is
-// empty (controllers upstream runs with a fixed worker count).
-func (o *Options) Workers(flag string, fallback int) int {
-	if n, ok := o.Concurrency[flag]; ok {
-		return int(*n)
-	}
-	return fallback
-}
+// Workers returns the worker count a --concurrent-*-syncs flag sets.
+func (o *Options) Workers(f Int32Flag) int { return int(o.Int32(f)) }
 
 // SetButIgnored lists the flags given on the command line that nothing acts on: those only
 // a stopped controller would act on (unused), and the upstream flags kcm merely accepts
@@ -203,54 +197,79 @@ func (o *Options) SetButIgnored(actedOn, unused map[string]bool) []string {
 	return names
 }
 
-// Duration returns the value of a duration flag that controllers read by name (e.g.
-// "node-monitor-grace-period"); the flag must be an upstream duration flag.
-func (o *Options) Duration(name string) time.Duration {
-	d, err := time.ParseDuration(o.value(name, "duration"))
-	if err != nil {
-		panic(err) // Parse validated it.
-	}
+// Flag is the typed handle of one upstream flag; zz_generated.upstream_flags.go declares one
+// per scalar flag (NodeMonitorGracePeriod, ConcurrentJobSyncs, ...), so that a controller
+// reads a flag by a Go name: a misspelt name does not compile, a wrong type does not either.
+type Flag interface{ FlagName() string }
+
+// Handle types, one per flag type.
+type (
+	BoolFlag     string
+	Int32Flag    string
+	IntFlag      string
+	Float32Flag  string
+	Float64Flag  string
+	DurationFlag string
+	StringFlag   string
+)
+
+func (f BoolFlag) FlagName() string     { return string(f) }
+func (f Int32Flag) FlagName() string    { return string(f) }
+func (f IntFlag) FlagName() string      { return string(f) }
+func (f Float32Flag) FlagName() string  { return string(f) }
+func (f Float64Flag) FlagName() string  { return string(f) }
+func (f DurationFlag) FlagName() string { return string(f) }
+func (f StringFlag) FlagName() string   { return string(f) }
+
+// The typed reads. Parse has validated every scalar value, and a test checks that every
+// handle names a flag of its type, so the conversions below cannot fail on a parsed
+// command line; before Parse they read the defaults.
+
+// Duration returns a duration flag's value.
+func (o *Options) Duration(f DurationFlag) time.Duration {
+	d, _ := time.ParseDuration(o.value(f))
 	return d
 }
 
-// Float32 returns the value of a float32 flag read by name.
-func (o *Options) Float32(name string) float32 {
-	f, err := strconv.ParseFloat(o.value(name, "float32"), 32)
-	if err != nil {
-		panic(err)
-	}
-	return float32(f)
+// Float32 returns a float32 flag's value.
+func (o *Options) Float32(f Float32Flag) float32 {
+	v, _ := strconv.ParseFloat(o.value(f), 32)
+	return float32(v)
 }
 
-// Int32 returns the value of an int32 flag read by name.
-func (o *Options) Int32(name string) int32 {
-	n, err := strconv.ParseInt(o.value(name, "int32"), 10, 32)
-	if err != nil {
-		panic(err)
-	}
-	return int32(n)
+// Float64 returns a float64 flag's value.
+func (o *Options) Float64(f Float64Flag) float64 {
+	v, _ := strconv.ParseFloat(o.value(f), 64)
+	return v
 }
 
-// Bool returns the value of a bool flag read by name.
-func (o *Options) Bool(name string) bool {
-	b, err := strconv.ParseBool(o.value(name, "bool"))
-	if err != nil {
-		panic(err)
-	}
-	return b
+// Int32 returns an int32 flag's value.
+func (o *Options) Int32(f Int32Flag) int32 {
+	v, _ := strconv.ParseInt(o.value(f), 10, 32)
+	return int32(v)
 }
 
-// value is a flag's current value, checking it is of the expected type: reading a flag by
-// a wrong name or type is a programming error, caught by the first test that runs it.
-func (o *Options) value(name, typ string) string {
-	f := o.fs.Lookup(name)
-	if f == nil {
-		panic(fmt.Sprintf("no flag --%s", name))
+// Int returns an int flag's value.
+func (o *Options) Int(f IntFlag) int {
+	v, _ := strconv.ParseInt(o.value(f), 10, 64)
+	return int(v)
+}
+
+// Bool returns a bool flag's value.
+func (o *Options) Bool(f BoolFlag) bool {
+	v, _ := strconv.ParseBool(o.value(f))
+	return v
+}
+
+// String returns a string flag's value.
+func (o *Options) String(f StringFlag) string { return o.value(f) }
+
+// value is a flag's current value as text.
+func (o *Options) value(f Flag) string {
+	if fl := o.fs.Lookup(f.FlagName()); fl != nil {
+		return fl.Value.String()
 	}
-	if f.Value.Type() != typ {
-		panic(fmt.Sprintf("--%s is a %s flag, not %s", name, f.Value.Type(), typ))
-	}
-	return f.Value.String()
+	return ""
 }
 
 // validateAccepted checks the values of the accepted scalar flags the way their types

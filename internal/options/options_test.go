@@ -100,15 +100,14 @@ func TestParse(t *testing.T) {
 			return o.KubeAPIQPS == 20 && o.KubeAPIBurst == 30 && le.Enabled && le.LeaseDuration == 15*time.Second &&
 				le.RenewDeadline == 10*time.Second && le.RetryPeriod == 2*time.Second &&
 				le.ResourceName == "kube-controller-manager" && le.ResourceNamespace == "kube-system" &&
-				o.SecurePort == 10257 && o.Workers("concurrent-deployment-syncs", 0) == 5 && o.Workers("concurrent-gc-syncs", 0) == 20
+				o.SecurePort == 10257 && o.Workers(ConcurrentDeploymentSyncs) == 5 && o.Workers(ConcurrentGCSyncs) == 20
 		}},
 		{name: "concurrency flag", args: []string{"--concurrent-deployment-syncs=7"}, check: func(o *Options) bool {
-			return o.Workers("concurrent-deployment-syncs", 0) == 7
+			return o.Workers(ConcurrentDeploymentSyncs) == 7
 		}},
 		{name: "underscores normalise to dashes, as upstream", args: []string{"--concurrent_rc_syncs=9"}, check: func(o *Options) bool {
-			return o.Workers("concurrent-rc-syncs", 0) == 9
+			return o.Workers(ConcurrentRCSyncs) == 9
 		}},
-		{name: "fixed worker count", check: func(o *Options) bool { return o.Workers("", 1) == 1 }},
 		{name: "bare bool flag", args: []string{"--profiling", "--leader-elect"}, check: func(o *Options) bool { return o.LeaderElection.Enabled }},
 		{name: "-v", args: []string{"-v=4"}, check: func(o *Options) bool { return o.Verbosity == 4 }},
 		{name: "qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
@@ -158,11 +157,11 @@ func TestAcceptedFlagsReadByControllers(t *testing.T) {
 	if err := o.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	if o.Duration("node-monitor-grace-period") != 20*time.Second || o.Float32("node-eviction-rate") != 0.5 ||
-		o.Int32("large-cluster-size-threshold") != 7 || o.Bool("enable-garbage-collector") {
+	if o.Duration(NodeMonitorGracePeriod) != 20*time.Second || o.Float32(NodeEvictionRate) != 0.5 ||
+		o.Int32(LargeClusterSizeThreshold) != 7 || o.Bool(EnableGarbageCollector) {
 		t.Errorf("typed reads of accepted flags are wrong")
 	}
-	if o.Duration("node-startup-grace-period") != time.Minute {
+	if o.Duration(NodeStartupGracePeriod) != time.Minute {
 		t.Errorf("an unset flag reads as upstream's default")
 	}
 	got := o.SetButIgnored(map[string]bool{"node-monitor-grace-period": true, "node-eviction-rate": true}, nil)
@@ -174,12 +173,49 @@ func TestAcceptedFlagsReadByControllers(t *testing.T) {
 			t.Errorf("%s: error = %v", bad, err)
 		}
 	}
-	defer func() {
-		if recover() == nil {
-			t.Errorf("reading a flag as the wrong type must panic")
+}
+
+// Every generated handle names a flag kcm registers, of the handle's type, so that a typed
+// read can never meet a missing flag or a value of another type.
+func TestHandlesMatchTheirFlags(t *testing.T) {
+	o := New()
+	types := map[string]string{}
+	for _, h := range handles {
+		var want string
+		switch h.(type) {
+		case BoolFlag:
+			want = "bool"
+		case Int32Flag:
+			want = "int32"
+		case IntFlag:
+			want = "int"
+		case Float32Flag:
+			want = "float32"
+		case Float64Flag:
+			want = "float64"
+		case DurationFlag:
+			want = "duration"
+		case StringFlag:
+			want = "string"
 		}
-	}()
-	o.Int32("node-monitor-grace-period")
+		types[h.FlagName()] = want
+	}
+	if len(types) < 100 {
+		t.Fatalf("only %d handles generated", len(types))
+	}
+	for name, want := range types {
+		f := o.FlagSet().Lookup(name)
+		if f == nil {
+			t.Errorf("handle of --%s: no such flag", name)
+			continue
+		}
+		if got := f.Value.Type(); got != want {
+			t.Errorf("handle of --%s is a %s handle, the flag a %s", name, want, got)
+		}
+	}
+	if o.Duration(NodeMonitorGracePeriod) != 50*time.Second || o.Workers(ConcurrentJobSyncs) != 5 || o.String(RootCAFile) != "" {
+		t.Errorf("defaults read through handles are wrong")
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -154,3 +154,265 @@ var upstreamFlags = []upstreamFlag{
 	{Name: "version", Shorthand: "", Type: "version", Default: "false", NoOptDefault: "true", Deprecated: false, Usage: "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported version"},
 	{Name: "vmodule", Shorthand: "", Type: "pattern=N,...", Default: "", NoOptDefault: "", Deprecated: false, Usage: "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format)"},
 }
+
+// Typed handles of the scalar upstream flags, read through Options (Duration, Bool, ...).
+const (
+	AllocateNodeCIDRs                              BoolFlag     = "allocate-node-cidrs"
+	AllowMetricLabelsManifest                      StringFlag   = "allow-metric-labels-manifest"
+	AllowUntaggedCloud                             BoolFlag     = "allow-untagged-cloud"
+	AttachDetachReconcileSyncPeriod                DurationFlag = "attach-detach-reconcile-sync-period"
+	AuthenticationKubeconfig                       StringFlag   = "authentication-kubeconfig"
+	AuthenticationSkipLookup                       BoolFlag     = "authentication-skip-lookup"
+	AuthenticationTokenWebhookCacheTTL             DurationFlag = "authentication-token-webhook-cache-ttl"
+	AuthenticationTolerateLookupFailure            BoolFlag     = "authentication-tolerate-lookup-failure"
+	AuthorizationKubeconfig                        StringFlag   = "authorization-kubeconfig"
+	AuthorizationWebhookCacheAuthorizedTTL         DurationFlag = "authorization-webhook-cache-authorized-ttl"
+	AuthorizationWebhookCacheUnauthorizedTTL       DurationFlag = "authorization-webhook-cache-unauthorized-ttl"
+	CertDir                                        StringFlag   = "cert-dir"
+	CIDRAllocatorType                              StringFlag   = "cidr-allocator-type"
+	ClientCAFile                                   StringFlag   = "client-ca-file"
+	CloudConfig                                    StringFlag   = "cloud-config"
+	CloudProvider                                  StringFlag   = "cloud-provider"
+	ClusterCIDR                                    StringFlag   = "cluster-cidr"
+	ClusterName                                    StringFlag   = "cluster-name"
+	ClusterSigningCertFile                         StringFlag   = "cluster-signing-cert-file"
+	ClusterSigningDuration                         DurationFlag = "cluster-signing-duration"
+	ClusterSigningKeyFile                          StringFlag   = "cluster-signing-key-file"
+	ClusterSigningKubeApiserverClientCertFile      StringFlag   = "cluster-signing-kube-apiserver-client-cert-file"
+	ClusterSigningKubeApiserverClientKeyFile       StringFlag   = "cluster-signing-kube-apiserver-client-key-file"
+	ClusterSigningKubeletClientCertFile            StringFlag   = "cluster-signing-kubelet-client-cert-file"
+	ClusterSigningKubeletClientKeyFile             StringFlag   = "cluster-signing-kubelet-client-key-file"
+	ClusterSigningKubeletServingCertFile           StringFlag   = "cluster-signing-kubelet-serving-cert-file"
+	ClusterSigningKubeletServingKeyFile            StringFlag   = "cluster-signing-kubelet-serving-key-file"
+	ClusterSigningLegacyUnknownCertFile            StringFlag   = "cluster-signing-legacy-unknown-cert-file"
+	ClusterSigningLegacyUnknownKeyFile             StringFlag   = "cluster-signing-legacy-unknown-key-file"
+	ConcurrentCronJobSyncs                         Int32Flag    = "concurrent-cron-job-syncs"
+	ConcurrentDaemonsetSyncs                       Int32Flag    = "concurrent-daemonset-syncs"
+	ConcurrentDeploymentSyncs                      Int32Flag    = "concurrent-deployment-syncs"
+	ConcurrentDeviceTaintEvictionSyncs             Int32Flag    = "concurrent-device-taint-eviction-syncs"
+	ConcurrentDisruptionSyncs                      Int32Flag    = "concurrent-disruption-syncs"
+	ConcurrentEndpointSyncs                        Int32Flag    = "concurrent-endpoint-syncs"
+	ConcurrentEphemeralvolumeSyncs                 Int32Flag    = "concurrent-ephemeralvolume-syncs"
+	ConcurrentGCSyncs                              Int32Flag    = "concurrent-gc-syncs"
+	ConcurrentHorizontalPodAutoscalerSyncs         Int32Flag    = "concurrent-horizontal-pod-autoscaler-syncs"
+	ConcurrentJobSyncs                             Int32Flag    = "concurrent-job-syncs"
+	ConcurrentNamespaceSyncs                       Int32Flag    = "concurrent-namespace-syncs"
+	ConcurrentReplicasetSyncs                      Int32Flag    = "concurrent-replicaset-syncs"
+	ConcurrentResourceQuotaSyncs                   Int32Flag    = "concurrent-resource-quota-syncs"
+	ConcurrentResourceclaimSyncs                   Int32Flag    = "concurrent-resourceclaim-syncs"
+	ConcurrentServiceEndpointSyncs                 Int32Flag    = "concurrent-service-endpoint-syncs"
+	ConcurrentServiceaccountTokenSyncs             Int32Flag    = "concurrent-serviceaccount-token-syncs"
+	ConcurrentStatefulsetSyncs                     Int32Flag    = "concurrent-statefulset-syncs"
+	ConcurrentTTLAfterFinishedSyncs                Int32Flag    = "concurrent-ttl-after-finished-syncs"
+	ConcurrentValidatingAdmissionPolicyStatusSyncs Int32Flag    = "concurrent-validating-admission-policy-status-syncs"
+	ConcurrentRCSyncs                              Int32Flag    = "concurrent-rc-syncs"
+	ConfigureCloudRoutes                           BoolFlag     = "configure-cloud-routes"
+	ContentionProfiling                            BoolFlag     = "contention-profiling"
+	ControllerShutdownTimeout                      DurationFlag = "controller-shutdown-timeout"
+	ControllerStartInterval                        DurationFlag = "controller-start-interval"
+	DisableAttachDetachReconcileSync               BoolFlag     = "disable-attach-detach-reconcile-sync"
+	DisableForceDetachOnTimeout                    BoolFlag     = "disable-force-detach-on-timeout"
+	DisableHttp2Serving                            BoolFlag     = "disable-http2-serving"
+	EnableDynamicProvisioning                      BoolFlag     = "enable-dynamic-provisioning"
+	EnableGarbageCollector                         BoolFlag     = "enable-garbage-collector"
+	EnableHostpathProvisioner                      BoolFlag     = "enable-hostpath-provisioner"
+	EnableLeaderMigration                          BoolFlag     = "enable-leader-migration"
+	EndpointUpdatesBatchPeriod                     DurationFlag = "endpoint-updates-batch-period"
+	EndpointsliceUpdatesBatchPeriod                DurationFlag = "endpointslice-updates-batch-period"
+	ExternalCloudVolumePlugin                      StringFlag   = "external-cloud-volume-plugin"
+	FlexVolumePluginDir                            StringFlag   = "flex-volume-plugin-dir"
+	HorizontalPodAutoscalerCPUInitializationPeriod DurationFlag = "horizontal-pod-autoscaler-cpu-initialization-period"
+	HorizontalPodAutoscalerDownscaleStabilization  DurationFlag = "horizontal-pod-autoscaler-downscale-stabilization"
+	HorizontalPodAutoscalerInitialReadinessDelay   DurationFlag = "horizontal-pod-autoscaler-initial-readiness-delay"
+	HorizontalPodAutoscalerSyncPeriod              DurationFlag = "horizontal-pod-autoscaler-sync-period"
+	HorizontalPodAutoscalerTolerance               Float64Flag  = "horizontal-pod-autoscaler-tolerance"
+	Http2MaxStreamsPerConnection                   IntFlag      = "http2-max-streams-per-connection"
+	KubeAPIBurst                                   Int32Flag    = "kube-api-burst"
+	KubeAPIContentType                             StringFlag   = "kube-api-content-type"
+	KubeAPIQPS                                     Float32Flag  = "kube-api-qps"
+	Kubeconfig                                     StringFlag   = "kubeconfig"
+	LargeClusterSizeThreshold                      Int32Flag    = "large-cluster-size-threshold"
+	LeaderElect                                    BoolFlag     = "leader-elect"
+	LeaderElectLeaseDuration                       DurationFlag = "leader-elect-lease-duration"
+	LeaderElectRenewDeadline                       DurationFlag = "leader-elect-renew-deadline"
+	LeaderElectResourceLock                        StringFlag   = "leader-elect-resource-lock"
+	LeaderElectResourceName                        StringFlag   = "leader-elect-resource-name"
+	LeaderElectResourceNamespace                   StringFlag   = "leader-elect-resource-namespace"
+	LeaderElectRetryPeriod                         DurationFlag = "leader-elect-retry-period"
+	LeaderMigrationConfig                          StringFlag   = "leader-migration-config"
+	LegacyServiceAccountTokenCleanUpPeriod         DurationFlag = "legacy-service-account-token-clean-up-period"
+	LogFlushFrequency                              DurationFlag = "log-flush-frequency"
+	LogTextSplitStream                             BoolFlag     = "log-text-split-stream"
+	LoggingFormat                                  StringFlag   = "logging-format"
+	Master                                         StringFlag   = "master"
+	MaxEndpointsPerSlice                           Int32Flag    = "max-endpoints-per-slice"
+	MinResyncPeriod                                DurationFlag = "min-resync-period"
+	MirroringConcurrentServiceEndpointSyncs        Int32Flag    = "mirroring-concurrent-service-endpoint-syncs"
+	MirroringEndpointsliceUpdatesBatchPeriod       DurationFlag = "mirroring-endpointslice-updates-batch-period"
+	MirroringMaxEndpointsPerSubset                 Int32Flag    = "mirroring-max-endpoints-per-subset"
+	NamespaceSyncPeriod                            DurationFlag = "namespace-sync-period"
+	NodeCIDRMaskSize                               Int32Flag    = "node-cidr-mask-size"
+	NodeCIDRMaskSizeIpv4                           Int32Flag    = "node-cidr-mask-size-ipv4"
+	NodeCIDRMaskSizeIpv6                           Int32Flag    = "node-cidr-mask-size-ipv6"
+	NodeEvictionRate                               Float32Flag  = "node-eviction-rate"
+	NodeMonitorGracePeriod                         DurationFlag = "node-monitor-grace-period"
+	NodeMonitorPeriod                              DurationFlag = "node-monitor-period"
+	NodeStartupGracePeriod                         DurationFlag = "node-startup-grace-period"
+	NodeSyncPeriod                                 DurationFlag = "node-sync-period"
+	PermitAddressSharing                           BoolFlag     = "permit-address-sharing"
+	PermitPortSharing                              BoolFlag     = "permit-port-sharing"
+	Profiling                                      BoolFlag     = "profiling"
+	PVRecyclerIncrementTimeoutNfs                  Int32Flag    = "pv-recycler-increment-timeout-nfs"
+	PVRecyclerMinimumTimeoutHostpath               Int32Flag    = "pv-recycler-minimum-timeout-hostpath"
+	PVRecyclerMinimumTimeoutNfs                    Int32Flag    = "pv-recycler-minimum-timeout-nfs"
+	PVRecyclerPodTemplateFilepathHostpath          StringFlag   = "pv-recycler-pod-template-filepath-hostpath"
+	PVRecyclerPodTemplateFilepathNfs               StringFlag   = "pv-recycler-pod-template-filepath-nfs"
+	PVRecyclerTimeoutIncrementHostpath             Int32Flag    = "pv-recycler-timeout-increment-hostpath"
+	PvclaimbinderSyncPeriod                        DurationFlag = "pvclaimbinder-sync-period"
+	RequestheaderClientCAFile                      StringFlag   = "requestheader-client-ca-file"
+	ResourceQuotaSyncPeriod                        DurationFlag = "resource-quota-sync-period"
+	RootCAFile                                     StringFlag   = "root-ca-file"
+	RouteReconciliationPeriod                      DurationFlag = "route-reconciliation-period"
+	SecondaryNodeEvictionRate                      Float32Flag  = "secondary-node-eviction-rate"
+	SecurePort                                     IntFlag      = "secure-port"
+	ServiceAccountPrivateKeyFile                   StringFlag   = "service-account-private-key-file"
+	ServiceClusterIPRange                          StringFlag   = "service-cluster-ip-range"
+	ShowHiddenMetricsForVersion                    StringFlag   = "show-hidden-metrics-for-version"
+	TerminatedPodGCThreshold                       Int32Flag    = "terminated-pod-gc-threshold"
+	TLSCertFile                                    StringFlag   = "tls-cert-file"
+	TLSMinVersion                                  StringFlag   = "tls-min-version"
+	TLSPrivateKeyFile                              StringFlag   = "tls-private-key-file"
+	UnhealthyZoneThreshold                         Float32Flag  = "unhealthy-zone-threshold"
+	UseServiceAccountCredentials                   BoolFlag     = "use-service-account-credentials"
+)
+
+// handles lists every typed handle, for the test that checks each against its flag.
+var handles = []Flag{
+	AllocateNodeCIDRs,
+	AllowMetricLabelsManifest,
+	AllowUntaggedCloud,
+	AttachDetachReconcileSyncPeriod,
+	AuthenticationKubeconfig,
+	AuthenticationSkipLookup,
+	AuthenticationTokenWebhookCacheTTL,
+	AuthenticationTolerateLookupFailure,
+	AuthorizationKubeconfig,
+	AuthorizationWebhookCacheAuthorizedTTL,
+	AuthorizationWebhookCacheUnauthorizedTTL,
+	CertDir,
+	CIDRAllocatorType,
+	ClientCAFile,
+	CloudConfig,
+	CloudProvider,
+	ClusterCIDR,
+	ClusterName,
+	ClusterSigningCertFile,
+	ClusterSigningDuration,
+	ClusterSigningKeyFile,
+	ClusterSigningKubeApiserverClientCertFile,
+	ClusterSigningKubeApiserverClientKeyFile,
+	ClusterSigningKubeletClientCertFile,
+	ClusterSigningKubeletClientKeyFile,
+	ClusterSigningKubeletServingCertFile,
+	ClusterSigningKubeletServingKeyFile,
+	ClusterSigningLegacyUnknownCertFile,
+	ClusterSigningLegacyUnknownKeyFile,
+	ConcurrentCronJobSyncs,
+	ConcurrentDaemonsetSyncs,
+	ConcurrentDeploymentSyncs,
+	ConcurrentDeviceTaintEvictionSyncs,
+	ConcurrentDisruptionSyncs,
+	ConcurrentEndpointSyncs,
+	ConcurrentEphemeralvolumeSyncs,
+	ConcurrentGCSyncs,
+	ConcurrentHorizontalPodAutoscalerSyncs,
+	ConcurrentJobSyncs,
+	ConcurrentNamespaceSyncs,
+	ConcurrentReplicasetSyncs,
+	ConcurrentResourceQuotaSyncs,
+	ConcurrentResourceclaimSyncs,
+	ConcurrentServiceEndpointSyncs,
+	ConcurrentServiceaccountTokenSyncs,
+	ConcurrentStatefulsetSyncs,
+	ConcurrentTTLAfterFinishedSyncs,
+	ConcurrentValidatingAdmissionPolicyStatusSyncs,
+	ConcurrentRCSyncs,
+	ConfigureCloudRoutes,
+	ContentionProfiling,
+	ControllerShutdownTimeout,
+	ControllerStartInterval,
+	DisableAttachDetachReconcileSync,
+	DisableForceDetachOnTimeout,
+	DisableHttp2Serving,
+	EnableDynamicProvisioning,
+	EnableGarbageCollector,
+	EnableHostpathProvisioner,
+	EnableLeaderMigration,
+	EndpointUpdatesBatchPeriod,
+	EndpointsliceUpdatesBatchPeriod,
+	ExternalCloudVolumePlugin,
+	FlexVolumePluginDir,
+	HorizontalPodAutoscalerCPUInitializationPeriod,
+	HorizontalPodAutoscalerDownscaleStabilization,
+	HorizontalPodAutoscalerInitialReadinessDelay,
+	HorizontalPodAutoscalerSyncPeriod,
+	HorizontalPodAutoscalerTolerance,
+	Http2MaxStreamsPerConnection,
+	KubeAPIBurst,
+	KubeAPIContentType,
+	KubeAPIQPS,
+	Kubeconfig,
+	LargeClusterSizeThreshold,
+	LeaderElect,
+	LeaderElectLeaseDuration,
+	LeaderElectRenewDeadline,
+	LeaderElectResourceLock,
+	LeaderElectResourceName,
+	LeaderElectResourceNamespace,
+	LeaderElectRetryPeriod,
+	LeaderMigrationConfig,
+	LegacyServiceAccountTokenCleanUpPeriod,
+	LogFlushFrequency,
+	LogTextSplitStream,
+	LoggingFormat,
+	Master,
+	MaxEndpointsPerSlice,
+	MinResyncPeriod,
+	MirroringConcurrentServiceEndpointSyncs,
+	MirroringEndpointsliceUpdatesBatchPeriod,
+	MirroringMaxEndpointsPerSubset,
+	NamespaceSyncPeriod,
+	NodeCIDRMaskSize,
+	NodeCIDRMaskSizeIpv4,
+	NodeCIDRMaskSizeIpv6,
+	NodeEvictionRate,
+	NodeMonitorGracePeriod,
+	NodeMonitorPeriod,
+	NodeStartupGracePeriod,
+	NodeSyncPeriod,
+	PermitAddressSharing,
+	PermitPortSharing,
+	Profiling,
+	PVRecyclerIncrementTimeoutNfs,
+	PVRecyclerMinimumTimeoutHostpath,
+	PVRecyclerMinimumTimeoutNfs,
+	PVRecyclerPodTemplateFilepathHostpath,
+	PVRecyclerPodTemplateFilepathNfs,
+	PVRecyclerTimeoutIncrementHostpath,
+	PvclaimbinderSyncPeriod,
+	RequestheaderClientCAFile,
+	ResourceQuotaSyncPeriod,
+	RootCAFile,
+	RouteReconciliationPeriod,
+	SecondaryNodeEvictionRate,
+	SecurePort,
+	ServiceAccountPrivateKeyFile,
+	ServiceClusterIPRange,
+	ShowHiddenMetricsForVersion,
+	TerminatedPodGCThreshold,
+	TLSCertFile,
+	TLSMinVersion,
+	TLSPrivateKeyFile,
+	UnhealthyZoneThreshold,
+	UseServiceAccountCredentials,
+}

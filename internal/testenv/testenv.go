@@ -22,6 +22,7 @@ import (
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // AssetsDir is where `make k8s-bins` puts kube-apiserver, etcd and kubectl, relative to the
@@ -87,36 +88,34 @@ func Start(controllers []string, args ...string) (*Env, error) {
 }
 
 // StartManager starts a kcm manager against the environment's API server, running the
-// named controllers as the registry sets them up.
+// named controllers through their own Setup, configured by kcm's flags (args).
 func (e *Env) StartManager(controllers []string, args ...string) error {
-	args = append([]string{"--controllers=" + strings.Join(controllers, ",")}, args...)
-	return e.StartManagerWith(args, func(ctx *controller.Context) error {
-		sel, err := controller.Select(controller.Registry(), ctx.Options.Controllers)
-		if err != nil {
-			return err
-		}
-		_, err = controller.SetupEnabled(ctx, sel)
-		return err
-	})
+	return e.StartManagerWith(controllers, args)
 }
 
-// StartManagerWith starts a kcm manager configured by kcm's flags (args), without leader
-// election or serving, and lets setup add the controllers: a suite that shortens a
-// controller's periods builds its Reconciler itself from the same Context the registry gets.
-func (e *Env) StartManagerWith(args []string, setup func(*controller.Context) error) error {
-	opts := options.New(controller.Flags(controller.Registry())...)
-	if err := opts.Parse(append([]string{"--leader-elect=false", "--secure-port=0"}, args...)); err != nil {
+// StartManagerWith is StartManager with overrides: each adjusts one controller's Reconciler
+// after its Setup built it from the flags and before it is registered (shorter periods, a
+// fake clock). The manager runs without leader election or serving.
+func (e *Env) StartManagerWith(controllers, args []string, overrides ...setup.Override) error {
+	registry := controller.Registry()
+	opts := options.New(setup.FlagsRead(registry)...)
+	args = append([]string{"--leader-elect=false", "--secure-port=0", "--controllers=" + strings.Join(controllers, ",")}, args...)
+	if err := opts.Parse(args); err != nil {
+		return err
+	}
+	sel, err := setup.Select(registry, opts.Controllers)
+	if err != nil {
 		return err
 	}
 	cfg := manager.RESTConfig(e.Config, opts)
-	mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) {
+	mgr, err := manager.New(cfg, opts, setup.CacheRestrictions(registry), func(o *ctrlmanager.Options) {
 		// A test binary may build the same controller twice (e.g. after a restart).
 		o.Controller.SkipNameValidation = ptr.To(true)
 	})
 	if err != nil {
 		return err
 	}
-	if err := setup(&controller.Context{Manager: mgr, Options: opts, Config: cfg}); err != nil {
+	if _, err := setup.SetupEnabled(setup.NewContext(mgr, opts, cfg, overrides...), sel); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -25,6 +25,7 @@ import (
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 const (
@@ -97,7 +98,7 @@ func parseArgs(c corev1.Container) *options.Options {
 	GinkgoHelper()
 	opts := options.New()
 	Expect(opts.Parse(c.Args)).To(Succeed(), "kcm rejects the container's args %q", c.Args)
-	_, err := controller.Select(controller.Registry(), opts.Controllers)
+	_, err := setup.Select(controller.Registry(), opts.Controllers)
 	Expect(err).NotTo(HaveOccurred())
 	return opts
 }

@@ -32,8 +32,6 @@ const (
 	ControllerName = "cronjob-controller"
 	// ClientName is the upstream client (service account) name.
 	ClientName = "cronjob-controller"
-	// WorkersFlag sets the number of workers (upstream default 5).
-	WorkersFlag = "concurrent-cron-job-syncs"
 )
 
 // Reconciler runs the Jobs of one CronJob. It needs the Job ControllerUID index.

@@ -1,19 +1,15 @@
 package cronjob_test
 
 import (
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/cronjob"
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -23,8 +19,7 @@ var (
 )
 
 func TestCronJobController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "cronjob-controller suite")
+	testenv.RunSuite(t, "cronjob-controller suite")
 }
 
 // shiftedClock is the real clock moved forward by an offset the specs increase: time passes
@@ -52,38 +47,9 @@ func (c *shiftedClock) jumpTo(t time.Time) {
 	c.offset = offset
 }
 
-// BeforeSuite wires a manager as testenv.StartManager and the registry's setup do, with the
-// shifted clock given to the Reconciler.
+// BeforeSuite runs cronjob-controller through its own Setup, with the shifted clock.
 var _ = BeforeSuite(func() {
-	if os.Getenv("KCM_TEST_LOG") == "" {
-		ctrllog.SetLogger(GinkgoLogr)
-	}
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	var err error
-	env, err = testenv.StartAPIServer()
-	Expect(err).NotTo(HaveOccurred())
-
-	Expect(env.StartManagerWith([]string{"--controllers=" + cronjob.ControllerName}, func(cctx *controller.Context) error {
-		if err := cctx.Index(&batchv1.Job{}, index.ControllerUID, index.ControllerUIDOf); err != nil {
-			return err
-		}
-		cl, err := cctx.Client(cronjob.ClientName)
-		if err != nil {
-			return err
-		}
-		r := &cronjob.Reconciler{
-			Client:    cl,
-			APIReader: cctx.Manager.GetAPIReader(),
-			Recorder:  cctx.Recorder(cronjob.ControllerName),
-			Clock:     clk,
-		}
-		return r.SetupWithManager(cctx.Manager, cctx.Workers(cronjob.WorkersFlag, 5))
-	})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env = testenv.MustStartAPIServer()
+	Expect(env.StartManagerWith([]string{cronjob.ControllerName}, nil,
+		setup.OverrideFor(cronjob.ControllerName, func(r *cronjob.Reconciler) { r.Clock = clk }))).To(Succeed())
 })

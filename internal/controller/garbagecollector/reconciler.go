@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -42,18 +41,6 @@ const (
 
 // errWaitForWatches: the graph may not list all dependents yet.
 var errWaitForWatches = errors.New("waiting for the watches to sync")
-
-// ClientConfig is the collector's connection, as upstream builds it: base with twice the
-// QPS (each collected object costs two API calls: a read and a deletion) and the same
-// burst, a token bucket of its own, and the collector's User-Agent.
-func ClientConfig(base *rest.Config, qps float32, burst int, userAgent string) *rest.Config {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS = 2 * qps
-	cfg.Burst = burst
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	cfg.UserAgent = userAgent
-	return cfg
-}
 
 // Reconciler is the garbage collector.
 type Reconciler struct {

@@ -19,8 +19,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
 )
+
+// Descriptor is garbage-collector-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"garbagecollector"},
+	ClientName: ClientName,
+	Flags:      []options.Flag{options.EnableGarbageCollector, options.ConcurrentGCSyncs},
+	Setup:      Setup,
+}
+
+// Setup runs the garbage collector as upstream wires it: not at all with
+// --enable-garbage-collector=false (or --concurrent-gc-syncs=0, with which upstream starts no
+// worker), else with --concurrent-gc-syncs workers, upstream's ignored resources and
+// discovery period, and a client of its own with twice the QPS (each collected object costs
+// two API calls: a read and a deletion) and the same burst.
+func Setup(ctx *setup.Context) error {
+	logger := log.Log.WithName("controllers").WithValues("controller", ControllerName)
+	enabled := ctx.Bool(options.EnableGarbageCollector)
+	workers := ctx.Workers(options.ConcurrentGCSyncs)
+	if !enabled {
+		logger.Info("Garbage collector disabled by --enable-garbage-collector=false")
+		return nil
+	}
+	if workers < 1 {
+		// Upstream starts no worker then: nothing is ever collected.
+		logger.Info("Garbage collector not started: no workers", "concurrent-gc-syncs", workers)
+		return nil
+	}
+	r := &Reconciler{
+		Config:           ctx.ScaledRESTConfig(2, 1),
+		Recorder:         ctx.Recorder(ControllerName),
+		DiscoveryPeriod:  DefaultDiscoveryPeriod,
+		IgnoredResources: DefaultIgnoredResources(),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}
 
 // op is what a request asks for.
 type op int

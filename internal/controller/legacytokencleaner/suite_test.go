@@ -11,9 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/legacytokencleaner"
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -28,17 +27,11 @@ const (
 )
 
 func TestLegacyTokenCleaner(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "legacy-serviceaccount-token-cleaner-controller suite")
+	testenv.RunSuite(t, "legacy-serviceaccount-token-cleaner-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	// Generous: the machine is shared; nothing here asserts speed.
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	var err error
-	env, err = testenv.StartAPIServer()
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStartAPIServer()
 
 	// The API server records when it began tracking token use; pretend that was long ago,
 	// or the cleaner waits a period from tomorrow.
@@ -49,30 +42,9 @@ var _ = BeforeSuite(func() {
 	cm.Data[legacytokencleaner.TrackingKey] = "2020-01-01"
 	Expect(env.Client.Update(ctx, cm)).To(Succeed())
 
-	flags := []string{
-		"--controllers=" + legacytokencleaner.ControllerName,
-		"--legacy-service-account-token-clean-up-period=" + period.String(),
-	}
-	Expect(env.StartManagerWith(flags, func(cctx *controller.Context) error {
-		if err := cctx.Index(&corev1.Secret{}, index.SecretType, index.SecretTypeOf); err != nil {
-			return err
-		}
-		cl, err := cctx.Client("legacy-service-account-token-cleaner")
-		if err != nil {
-			return err
-		}
-		r := &legacytokencleaner.Reconciler{
-			Client:        cl,
-			APIReader:     cctx.Manager.GetAPIReader(),
-			CleanUpPeriod: cctx.Options.Duration("legacy-service-account-token-clean-up-period"),
-			SyncInterval:  syncInterval,
-		}
-		return r.SetupWithManager(cctx.Manager)
-	})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	flags := []string{"--legacy-service-account-token-clean-up-period=" + period.String()}
+	Expect(env.StartManagerWith([]string{legacytokencleaner.ControllerName}, flags,
+		setup.OverrideFor(legacytokencleaner.ControllerName, func(r *legacytokencleaner.Reconciler) {
+			r.SyncInterval = syncInterval
+		}))).To(Succeed())
 })

@@ -2,19 +2,13 @@ package podgc_test
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
-	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/controller/podgc"
-	"github.com/kcm/kcm/internal/manager"
-	"github.com/kcm/kcm/internal/options"
 )
 
 var _ = Describe("pod-garbage-collector-controller", func() {
@@ -178,20 +172,8 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		}, 3*period, 100*time.Millisecond).Should(Succeed())
 	})
 
-	It("is set up by the registry, acting on --terminated-pod-gc-threshold", func() {
-		i := slices.IndexFunc(controller.Registry(), func(d controller.Descriptor) bool { return d.Name == podgc.ControllerName })
-		Expect(i).NotTo(BeNumerically("<", 0))
-		d := controller.Registry()[i]
-		Expect(d.Built()).To(BeTrue())
-		Expect(d.Flags).To(ContainElement("terminated-pod-gc-threshold"))
-
-		// The registry's setup reads the flag by name and type (a mistake panics) on a
-		// manager that is never started.
-		opts := options.New()
-		Expect(opts.Parse(append([]string{"--leader-elect=false", "--secure-port=0"}, suiteFlags...))).To(Succeed())
-		cfg := manager.RESTConfig(env.Config, opts)
-		mgr, err := manager.New(cfg, opts, func(o *ctrlmanager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
-		Expect(err).NotTo(HaveOccurred())
-		Expect(d.Setup(&controller.Context{Manager: mgr, Options: opts, Config: cfg})).To(Succeed())
+	It("reads --terminated-pod-gc-threshold through its own Setup", func() {
+		// The suite's manager set the controller up from --terminated-pod-gc-threshold=3.
+		Expect(threshold).To(Equal(3))
 	})
 })

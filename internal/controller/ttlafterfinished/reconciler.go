@@ -26,8 +26,6 @@ const (
 	ControllerName = "ttl-after-finished-controller"
 	// ClientName is the upstream client (service account) name.
 	ClientName = "ttl-after-finished-controller"
-	// WorkersFlag sets the number of workers (upstream default 5).
-	WorkersFlag = "concurrent-ttl-after-finished-syncs"
 )
 
 // propagation is how an expired Job's pods go. Upstream deletes in the foreground, which

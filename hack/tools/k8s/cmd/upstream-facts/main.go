@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/format"
 	"os"
 	"sort"
 	"strings"
@@ -55,7 +56,57 @@ func printFlags() {
 			name, f.Shorthand, f.Value.Type(), f.DefValue, f.NoOptDefVal, f.Deprecated != "", usage)
 	})
 	b.WriteString("}\n")
-	if _, err := os.Stdout.WriteString(b.String()); err != nil {
+	writeHandles(&b, cmd.Flags())
+	src, err := format.Source([]byte(b.String()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if _, err := os.Stdout.Write(src); err != nil {
+		os.Exit(1)
+	}
+}
+
+// handleTypes maps the pflag types kcm reads to the Go type of their generated handle.
+var handleTypes = map[string]string{
+	"bool": "BoolFlag", "int32": "Int32Flag", "int": "IntFlag", "float32": "Float32Flag",
+	"float64": "Float64Flag", "duration": "DurationFlag", "string": "StringFlag",
+}
+
+// initialisms are written upper-case in handle names, as Go names them.
+var initialisms = map[string]string{
+	"api": "API", "ca": "CA", "cidr": "CIDR", "cidrs": "CIDRs", "gc": "GC", "hpa": "HPA", "ip": "IP",
+	"ipam": "IPAM", "json": "JSON", "pvc": "PVC", "pv": "PV", "qps": "QPS", "rc": "RC", "tls": "TLS",
+	"ttl": "TTL", "url": "URL", "id": "ID", "dns": "DNS", "cpu": "CPU", "csr": "CSR", "uid": "UID",
+}
+
+// writeHandles adds a typed handle per scalar flag, so that a controller reads a flag by a
+// Go name: a typo is a compile error, a wrong type is a type error.
+func writeHandles(b *strings.Builder, fs *pflag.FlagSet) {
+	b.WriteString("\n// Typed handles of the scalar upstream flags, read through Options (Duration, Bool, ...).\n")
+	b.WriteString("const (\n")
+	var ids []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		typ, ok := handleTypes[f.Value.Type()]
+		if !ok || f.Name == "help" {
+			return
+		}
+		name := strings.ReplaceAll(f.Name, "_", "-")
+		var id strings.Builder
+		for _, word := range strings.Split(name, "-") {
+			if up, ok := initialisms[word]; ok {
+				id.WriteString(up)
+				continue
+			}
+			id.WriteString(strings.ToUpper(word[:1]) + word[1:])
+		}
+		fmt.Fprintf(b, "\t%s %s = %q\n", id.String(), typ, name)
+		ids = append(ids, id.String())
+	})
+	b.WriteString(")\n\n// handles lists every typed handle, for the test that checks each against its flag.\n")
+	b.WriteString("var handles = []Flag{\n")
+	for _, id := range ids {
+		fmt.Fprintf(b, "\t%s,\n", id)
+	}
+	b.WriteString("}\n")
 }

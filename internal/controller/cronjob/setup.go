@@ -1,0 +1,33 @@
+package cronjob
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is cronjob-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"cronjob"},
+	ClientName: ClientName,
+	Flags:      []options.Flag{options.ConcurrentCronJobSyncs},
+	Indexes:    []index.Index{index.JobsByController},
+	Setup:      Setup,
+}
+
+// Setup runs cronjob-controller with --concurrent-cron-job-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentCronJobSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(ControllerName),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

@@ -1,0 +1,33 @@
+package daemonset
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is daemonset-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"daemonset"},
+	ClientName: "daemon-set-controller",
+	Flags:      []options.Flag{options.ConcurrentDaemonsetSyncs},
+	Indexes:    []index.Index{index.PodsByController, index.RevisionsByController},
+	Setup:      Setup,
+}
+
+// Setup runs daemonset-controller with --concurrent-daemonset-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentDaemonsetSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(ControllerName),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

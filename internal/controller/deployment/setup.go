@@ -1,0 +1,33 @@
+package deployment
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is deployment-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"deployment"},
+	ClientName: "deployment-controller",
+	Flags:      []options.Flag{options.ConcurrentDeploymentSyncs},
+	Indexes:    []index.Index{index.ReplicaSetsByController, index.PodsByController},
+	Setup:      Setup,
+}
+
+// Setup runs deployment-controller with --concurrent-deployment-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentDeploymentSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(ControllerName),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

@@ -1,0 +1,45 @@
+package endpointslice
+
+import (
+	"fmt"
+
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is endpointslice-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"endpointslice"},
+	ClientName: ControllerName,
+	Flags: []options.Flag{options.ConcurrentServiceEndpointSyncs, options.MaxEndpointsPerSlice,
+		options.EndpointsliceUpdatesBatchPeriod},
+	Setup: Setup,
+}
+
+// eventSource: upstream reports its Events as endpoint-slice-controller, not as its client.
+const eventSource = "endpoint-slice-controller"
+
+// Setup runs endpointslice-controller with --concurrent-service-endpoint-syncs workers,
+// --max-endpoints-per-slice (1 to 1000, as upstream validates it) and
+// --endpointslice-updates-batch-period.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentServiceEndpointSyncs)
+	maxPerSlice := ctx.Int32(options.MaxEndpointsPerSlice)
+	batch := ctx.Duration(options.EndpointsliceUpdatesBatchPeriod)
+	if maxPerSlice < 1 || maxPerSlice > 1000 {
+		return fmt.Errorf("max-endpoints-per-slice must be between 1 and 1000, but got %d", maxPerSlice)
+	}
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:               cl,
+		Recorder:             ctx.Recorder(eventSource),
+		MaxEndpointsPerSlice: int(maxPerSlice),
+		BatchPeriod:          batch,
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

@@ -1,0 +1,33 @@
+package job
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is job-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"job"},
+	ClientName: "job-controller",
+	Flags:      []options.Flag{options.ConcurrentJobSyncs},
+	Indexes:    []index.Index{index.PodsByController},
+	Setup:      Setup,
+}
+
+// Setup runs job-controller with --concurrent-job-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentJobSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(ControllerName),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

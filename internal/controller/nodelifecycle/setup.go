@@ -1,0 +1,45 @@
+package nodelifecycle
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is node-lifecycle-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"nodelifecycle"},
+	ClientName: "node-controller",
+	Flags: []options.Flag{
+		options.NodeMonitorPeriod, options.NodeMonitorGracePeriod, options.NodeStartupGracePeriod,
+		options.NodeEvictionRate, options.SecondaryNodeEvictionRate, options.LargeClusterSizeThreshold,
+		options.UnhealthyZoneThreshold,
+	},
+	Indexes: []index.Index{index.PodsByNode},
+	Setup:   Setup,
+}
+
+// workers: upstream syncs node health with 8 workers.
+const workers = 8
+
+// Setup runs node-lifecycle-controller with upstream's node health flags.
+func Setup(ctx *setup.Context) error {
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:                 cl,
+		Recorder:               ctx.Recorder(ControllerName),
+		MonitorPeriod:          ctx.Duration(options.NodeMonitorPeriod),
+		MonitorGracePeriod:     ctx.Duration(options.NodeMonitorGracePeriod),
+		StartupGracePeriod:     ctx.Duration(options.NodeStartupGracePeriod),
+		EvictionRate:           ctx.Float32(options.NodeEvictionRate),
+		SecondaryEvictionRate:  ctx.Float32(options.SecondaryNodeEvictionRate),
+		LargeClusterThreshold:  ctx.Int32(options.LargeClusterSizeThreshold),
+		UnhealthyZoneThreshold: ctx.Float32(options.UnhealthyZoneThreshold),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

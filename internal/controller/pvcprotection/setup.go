@@ -1,0 +1,30 @@
+package pvcprotection
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is persistentvolumeclaim-protection-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"pvc-protection"},
+	ClientName: ClientName,
+	Indexes:    []index.Index{index.PodsByClaim},
+	Setup:      Setup,
+}
+
+// workers is upstream's fixed worker count.
+const workers = 1
+
+// Setup runs persistentvolumeclaim-protection-controller. It tracks the Unused condition,
+// as upstream does with PersistentVolumeClaimUnusedSinceTime (beta, on by default in v1.37).
+func Setup(ctx *setup.Context) error {
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: cl, APIReader: ctx.Manager.GetAPIReader(), TrackUnused: true}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

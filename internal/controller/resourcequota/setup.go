@@ -1,0 +1,57 @@
+package resourcequota
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is resourcequota-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"resourcequota"},
+	ClientName: ClientName,
+	Flags:      []options.Flag{options.ConcurrentResourceQuotaSyncs, options.ResourceQuotaSyncPeriod},
+	Setup:      Setup,
+}
+
+// Setup runs resourcequota-controller with its own client. Pods, services and claims are
+// read from the shared cache; the other kinds quotas count (count/<resource>, configmaps,
+// secrets, ...) from a metadata-only cache of the controller's own, because the shared cache
+// holds only some ConfigMaps and would hold whole Secrets.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentResourceQuotaSyncs)
+	cfg := ctx.RESTConfig()
+	cl, err := ctx.NewClient(cfg, true)
+	if err != nil {
+		return err
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("building HTTP client for %s: %w", ClientName, err)
+	}
+	counts, err := cache.New(cfg, cache.Options{
+		HTTPClient:       httpClient,
+		Scheme:           ctx.Manager.GetScheme(),
+		Mapper:           ctx.Manager.GetRESTMapper(),
+		DefaultTransform: MetadataTransform,
+	})
+	if err != nil {
+		return fmt.Errorf("building the object count cache of %s: %w", ControllerName, err)
+	}
+	if err := ctx.Manager.Add(counts); err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:     cl,
+		Counts:     counts,
+		Mapper:     ctx.Manager.GetRESTMapper(),
+		SyncPeriod: ctx.Duration(options.ResourceQuotaSyncPeriod),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

@@ -1,0 +1,80 @@
+package serviceaccounttoken
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is serviceaccount-token-controller as kcm's registry knows it. It also reads
+// --root-ca-file, which the root CA publisher reads too.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"serviceaccount-token"},
+	ClientName: "tokens-controller",
+	Flags:      []options.Flag{options.ConcurrentServiceaccountTokenSyncs, options.ServiceAccountPrivateKeyFile, options.RootCAFile},
+	Indexes:    []index.Index{index.TokensByServiceAccount},
+	Cache:      tokenSecretsOnly,
+	Setup:      Setup,
+}
+
+// tokenSecretsOnly: of all Secrets, kcm's controllers need only service account tokens; the
+// others (TLS material, Helm releases) can be many and large.
+var tokenSecretsOnly = map[client.Object]cache.ByObject{
+	&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken))},
+}
+
+// Setup runs the tokens controller as upstream does: only with
+// --service-account-private-key-file, signing with that key, with --root-ca-file (else the
+// kubeconfig's CA) as ca.crt and --concurrent-serviceaccount-token-syncs workers.
+//
+// Upstream starts it before every other controller so that their tokens exist when they
+// start. kcm keeps it first in the registry, so it is set up first and its sources and
+// workers are the first runnables the manager starts; the manager's controllers still start
+// together, and kcm's own clients do not depend on these tokens.
+func Setup(ctx *setup.Context) error {
+	logger := log.Log.WithName("controllers").WithValues("controller", ControllerName)
+	keyFile := ctx.String(options.ServiceAccountPrivateKeyFile)
+	workers := ctx.Workers(options.ConcurrentServiceaccountTokenSyncs)
+	// Without any CA configured upstream leaves ca.crt alone; a CA given but unreadable is an
+	// error.
+	hasCA := ctx.HasRootCA()
+	if keyFile == "" {
+		logger.Info("Controller is disabled because there is no private key")
+		return nil
+	}
+	if workers < 1 {
+		logger.Info("Controller not started: no workers", "concurrent-serviceaccount-token-syncs", workers)
+		return nil
+	}
+	gen, err := NewGeneratorFromFile(keyFile)
+	if err != nil {
+		return err
+	}
+	var ca []byte
+	if hasCA {
+		if ca, err = ctx.RootCA(); err != nil {
+			return fmt.Errorf("%s: %w", ControllerName, err)
+		}
+	}
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Generator: gen,
+		RootCA:    ca,
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

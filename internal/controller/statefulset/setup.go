@@ -1,0 +1,33 @@
+package statefulset
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is statefulset-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"statefulset"},
+	ClientName: ControllerName,
+	Flags:      []options.Flag{options.ConcurrentStatefulsetSyncs},
+	Indexes:    []index.Index{index.PodsByController, index.RevisionsByController},
+	Setup:      Setup,
+}
+
+// Setup runs statefulset-controller with --concurrent-statefulset-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentStatefulsetSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    cl,
+		APIReader: ctx.Manager.GetAPIReader(),
+		Recorder:  ctx.Recorder(ControllerName),
+	}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

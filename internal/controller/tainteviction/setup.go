@@ -1,0 +1,28 @@
+package tainteviction
+
+import (
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is taint-eviction-controller as kcm's registry knows it. Upstream's gate
+// SeparateTaintEvictionController is GA and locked on.
+var Descriptor = setup.Descriptor{
+	Name:         ControllerName,
+	FeatureGates: []string{"SeparateTaintEvictionController"},
+	// As upstream, the controller works with the node-controller's client.
+	ClientName: ClientName,
+	Indexes:    []index.Index{index.PodsByNode},
+	Setup:      Setup,
+}
+
+// Setup runs taint-eviction-controller with upstream's fixed worker count.
+func Setup(ctx *setup.Context) error {
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName)}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, Workers)
+}

@@ -1,0 +1,27 @@
+package ttlafterfinished
+
+import (
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Descriptor is ttl-after-finished-controller as kcm's registry knows it.
+var Descriptor = setup.Descriptor{
+	Name:       ControllerName,
+	Aliases:    []string{"ttl-after-finished"},
+	ClientName: ClientName,
+	Flags:      []options.Flag{options.ConcurrentTTLAfterFinishedSyncs},
+	Setup:      Setup,
+}
+
+// Setup runs ttl-after-finished-controller with --concurrent-ttl-after-finished-syncs workers.
+func Setup(ctx *setup.Context) error {
+	workers := ctx.Workers(options.ConcurrentTTLAfterFinishedSyncs)
+	cl, err := ctx.Client()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: cl, APIReader: ctx.Manager.GetAPIReader()}
+	setup.Apply(ctx, r)
+	return r.SetupWithManager(ctx.Manager, workers)
+}

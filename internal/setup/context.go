@@ -1,0 +1,171 @@
+package setup
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"sort"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/version"
+)
+
+// Context is what one controller's Setup is given: the shared manager (cache, scheme, REST
+// mapper), the command line, the API server's configuration, and the controller's own
+// descriptor. Flags are read through it, typed, so that what a Setup reads can be checked
+// against what its descriptor declares.
+type Context struct {
+	Manager manager.Manager
+	Options *options.Options
+	// Config is the base client configuration; a controller's own connection comes from
+	// RESTConfig.
+	Config *rest.Config
+	// Controller is the descriptor of the controller being set up.
+	Controller Descriptor
+
+	overrides *[]Override
+	read      map[string]bool
+}
+
+// NewContext returns the context the registry's controllers are set up from; For gives
+// each controller its own. overrides adjust Reconcilers before they are registered (tests).
+func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, overrides ...Override) *Context {
+	return &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides}
+}
+
+// For returns the context one controller's Setup gets.
+func (c *Context) For(d Descriptor) *Context {
+	return &Context{Manager: c.Manager, Options: c.Options, Config: c.Config, Controller: d,
+		overrides: c.overrides, read: map[string]bool{}}
+}
+
+// FlagsRead lists, sorted, the flags this controller's Setup has read through the context.
+func (c *Context) FlagsRead() []string {
+	names := make([]string, 0, len(c.read))
+	for n := range c.read {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Context) mark(f options.Flag) {
+	if c.read != nil {
+		c.read[f.FlagName()] = true
+	}
+}
+
+// Workers is the worker count a --concurrent-*-syncs flag sets.
+func (c *Context) Workers(f options.Int32Flag) int { c.mark(f); return c.Options.Workers(f) }
+
+// Duration reads a duration flag.
+func (c *Context) Duration(f options.DurationFlag) time.Duration {
+	c.mark(f)
+	return c.Options.Duration(f)
+}
+
+// Float32 reads a float32 flag.
+func (c *Context) Float32(f options.Float32Flag) float32 { c.mark(f); return c.Options.Float32(f) }
+
+// Int32 reads an int32 flag.
+func (c *Context) Int32(f options.Int32Flag) int32 { c.mark(f); return c.Options.Int32(f) }
+
+// Bool reads a bool flag.
+func (c *Context) Bool(f options.BoolFlag) bool { c.mark(f); return c.Options.Bool(f) }
+
+// String reads a string flag.
+func (c *Context) String(f options.StringFlag) string { c.mark(f); return c.Options.String(f) }
+
+// RESTConfig is the controller's own connection: its client name in the User-Agent and a
+// token bucket of its own at --kube-api-qps/--kube-api-burst, as upstream gives every
+// controller its own clientset, so that one busy controller cannot starve another. Every
+// client built from one returned configuration shares its bucket.
+func (c *Context) RESTConfig() *rest.Config { return c.ScaledRESTConfig(1, 1) }
+
+// ScaledRESTConfig is RESTConfig with the QPS and burst multiplied, for the controllers
+// upstream gives a larger budget (namespace-controller, garbage-collector-controller).
+func (c *Context) ScaledRESTConfig(qps, burst float32) *rest.Config {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS = c.Options.KubeAPIQPS * qps
+	cfg.Burst = int(float32(c.Options.KubeAPIBurst) * burst)
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	cfg.UserAgent = UserAgent(c.Controller.ClientName)
+	return cfg
+}
+
+// Client returns the controller's client: reads come from the manager's shared cache,
+// writes go through RESTConfig's connection.
+func (c *Context) Client() (client.Client, error) {
+	return c.NewClient(c.RESTConfig(), true)
+}
+
+// NewClient builds a client on cfg (from RESTConfig or ScaledRESTConfig); cached reads come
+// from the shared cache, uncached ones go to the API server.
+func (c *Context) NewClient(cfg *rest.Config, cached bool) (client.Client, error) {
+	name := c.Controller.ClientName
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building HTTP client for %s: %w", name, err)
+	}
+	o := client.Options{HTTPClient: httpClient, Scheme: c.Manager.GetScheme(), Mapper: c.Manager.GetRESTMapper()}
+	if cached {
+		o.Cache = &client.CacheOptions{Reader: c.Manager.GetCache()}
+	}
+	cl, err := client.New(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("building client for %s: %w", name, err)
+	}
+	return cl, nil
+}
+
+// Recorder returns an events.k8s.io EventRecorder reporting as source (upstream's event
+// source of the controller, not always its name).
+func (c *Context) Recorder(source string) recorder.EventRecorder {
+	return c.Manager.GetEventRecorder(source)
+}
+
+// RootCA is the CA bundle published as kube-root-ca.crt and as tokens' ca.crt:
+// --root-ca-file, else the CA the kubeconfig (or in-cluster configuration) trusts, as
+// upstream. The controller reading it declares options.RootCAFile.
+func (c *Context) RootCA() ([]byte, error) {
+	file := c.String(options.RootCAFile)
+	data := c.Config.CAData
+	if file == "" && len(data) == 0 {
+		file = c.Config.CAFile
+	}
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, fmt.Errorf("reading root CA: %w", err)
+		}
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("no root CA: set --root-ca-file or use a kubeconfig that names a certificate authority")
+	}
+	if _, err := certutil.ParseCertsPEM(data); err != nil {
+		return nil, fmt.Errorf("parsing root CA %s: %w", file, err)
+	}
+	return data, nil
+}
+
+// HasRootCA reports whether any CA is configured (--root-ca-file or the kubeconfig's).
+func (c *Context) HasRootCA() bool {
+	return c.String(options.RootCAFile) != "" || len(c.Config.CAData) > 0 || c.Config.CAFile != ""
+}
+
+// UserAgent is upstream's User-Agent with the client name appended, e.g.
+// "kcm/v1.37.1 (linux/amd64) kubernetes/kcm/root-ca-cert-publisher".
+func UserAgent(clientName string) string {
+	return fmt.Sprintf("%s/%s (%s/%s) kubernetes/kcm/%s",
+		path.Base(os.Args[0]), version.Get(), runtime.GOOS, runtime.GOARCH, clientName)
+}

@@ -1,0 +1,63 @@
+package setup
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kcm/kcm/internal/options"
+)
+
+// A controller's connection has its own token bucket at its scaled rates and its client name
+// in the User-Agent, and leaves the base configuration alone: upstream doubles the garbage
+// collector's QPS only ("each object deletion takes two API calls").
+func TestScaledRESTConfig(t *testing.T) {
+	opts := options.New()
+	if err := opts.Parse([]string{"--kube-api-qps=20", "--kube-api-burst=30"}); err != nil {
+		t.Fatal(err)
+	}
+	base := &rest.Config{Host: "https://example", QPS: 5, Burst: 7, UserAgent: "base"}
+	ctx := NewContext(nil, opts, base).For(Descriptor{Name: "garbage-collector-controller", ClientName: "generic-garbage-collector"})
+	cfg := ctx.ScaledRESTConfig(2, 1)
+	if cfg.QPS != 40 || cfg.Burst != 30 {
+		t.Errorf("QPS, burst = %v, %v; want 40, 30", cfg.QPS, cfg.Burst)
+	}
+	if cfg.RateLimiter == nil || cfg.RateLimiter.QPS() != 40 {
+		t.Errorf("rate limiter = %v, want its own at 40 QPS", cfg.RateLimiter)
+	}
+	if !strings.HasSuffix(cfg.UserAgent, "/generic-garbage-collector") || cfg.Host != "https://example" {
+		t.Errorf("user agent, host = %q, %q", cfg.UserAgent, cfg.Host)
+	}
+	if base.QPS != 5 || base.RateLimiter != nil || base.UserAgent != "base" {
+		t.Error("the base configuration was changed")
+	}
+	if one := ctx.RESTConfig(); one.QPS != 20 || one.Burst != 30 || one.RateLimiter == cfg.RateLimiter {
+		t.Errorf("RESTConfig: QPS %v burst %v, want 20, 30 and a bucket of its own", one.QPS, one.Burst)
+	}
+}
+
+type fakeReconciler struct{ period int }
+
+// Overrides reach the reconciler of their controller only, and one that nothing applies is
+// an error rather than a silently untested suite.
+func TestOverrides(t *testing.T) {
+	root := NewContext(nil, options.New(), &rest.Config{},
+		OverrideFor("a-controller", func(r *fakeReconciler) { r.period = 1 }))
+	var b fakeReconciler
+	Apply(root.For(Descriptor{Name: "b-controller"}), &b)
+	if b.period != 0 {
+		t.Errorf("b-controller got a-controller's override")
+	}
+	if err := root.unapplied(); err == nil {
+		t.Errorf("an override nothing applied is not reported")
+	}
+	var a fakeReconciler
+	Apply(root.For(Descriptor{Name: "a-controller"}), &a)
+	if a.period != 1 {
+		t.Errorf("a-controller's override not applied")
+	}
+	if err := root.unapplied(); err != nil {
+		t.Errorf("unapplied after Apply: %v", err)
+	}
+}

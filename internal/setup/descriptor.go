@@ -1,0 +1,86 @@
+// Package setup is what every controller package and the registry share: the Descriptor a
+// controller package exports about itself, the Context its Setup is given, and the
+// selection and set-up of the enabled controllers (upstream's --controllers).
+//
+// A controller package holds, in its setup.go, one exported Descriptor (upstream name,
+// aliases, default, required feature gates, the typed flags it reads, its client name, the
+// indexes and cache restrictions it needs) and its Setup. internal/controller/registry.go is
+// the ordered list of those descriptors and nothing else.
+package setup
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/options"
+)
+
+// Descriptor is one upstream controller as kcm knows it.
+type Descriptor struct {
+	// Name is upstream's controller name, as --controllers and the logs name it.
+	Name string
+	// Aliases are upstream's older names, also accepted by --controllers.
+	Aliases []string
+	// DisabledByDefault: `*` does not enable it (bootstrap-signer, token-cleaner, ...).
+	DisabledByDefault bool
+	// FeatureGates are the upstream feature gates the controller requires, all of them.
+	FeatureGates []string
+	// ClientName is upstream's client name for the controller: the last part of its
+	// User-Agent and, with --use-service-account-credentials, its ServiceAccount.
+	ClientName string
+	// Flags are the upstream flags only this controller acts on: Setup reads exactly these
+	// (a test checks both ways), and they are reported as ignored when it does not run.
+	Flags []options.Flag
+	// Indexes are the shared cache's field indexes the controller lists by; each is
+	// registered once, whichever controllers need it.
+	Indexes []index.Index
+	// Cache restricts what the shared cache holds of a kind, for every controller: kcm's
+	// controllers need, for instance, only the kube-root-ca.crt ConfigMaps.
+	Cache map[client.Object]cache.ByObject
+	// Setup registers the controller with the manager; nil while kcm has not built it.
+	Setup func(*Context) error
+}
+
+// Built reports whether kcm implements the controller.
+func (d Descriptor) Built() bool { return d.Setup != nil }
+
+// FlagNames are the names of d.Flags.
+func (d Descriptor) FlagNames() []string {
+	names := make([]string, len(d.Flags))
+	for i, f := range d.Flags {
+		names[i] = f.FlagName()
+	}
+	return names
+}
+
+// FlagsRead lists the upstream flags the built controllers of reg read, for options.New.
+func FlagsRead(reg []Descriptor) []string {
+	var flags []string
+	for _, d := range reg {
+		if d.Built() {
+			flags = append(flags, d.FlagNames()...)
+		}
+	}
+	return flags
+}
+
+// CacheRestrictions merges the cache restrictions of every controller of reg, for the
+// manager's cache. Restrictions hold whether or not a controller runs: the cache's shape
+// does not depend on --controllers. Two controllers restricting one kind must agree (a test
+// checks the registry).
+func CacheRestrictions(reg []Descriptor) map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{}
+	seen := map[string]bool{}
+	for _, d := range reg {
+		for obj, by := range d.Cache {
+			key := index.TypeName(obj)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out[obj] = by
+		}
+	}
+	return out
+}

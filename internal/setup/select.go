@@ -1,0 +1,141 @@
+package setup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/index"
+)
+
+// Selection is the outcome of --controllers.
+type Selection struct {
+	// Enabled are the controllers to run, in registry order.
+	Enabled []Descriptor
+	// NotBuilt are enabled controllers kcm does not implement yet.
+	NotBuilt []string
+	// Disabled are the controllers that will not run.
+	Disabled []Descriptor
+}
+
+// Select applies upstream's --controllers syntax to the registry: "*" turns on every
+// controller that is on by default, "name" turns one on, "-name" turns it off; names and
+// aliases are both accepted. As upstream, the first entry naming a controller decides, and
+// "*" only decides for controllers no entry names. An unknown name is an error.
+func Select(registry []Descriptor, controllers []string) (Selection, error) {
+	canonical := map[string]string{}
+	for _, d := range registry {
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
+		}
+	}
+	star := false
+	explicit := map[string]bool{}
+	var unknown []string
+	for _, entry := range controllers {
+		entry = strings.TrimSpace(entry)
+		switch {
+		case entry == "*":
+			star = true
+		case entry == "":
+			continue
+		default:
+			on := !strings.HasPrefix(entry, "-")
+			name, ok := canonical[strings.TrimPrefix(entry, "-")]
+			if !ok {
+				unknown = append(unknown, entry)
+				continue
+			}
+			if _, seen := explicit[name]; !seen {
+				explicit[name] = on
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		known := make([]string, 0, len(canonical))
+		for _, d := range registry {
+			known = append(known, d.Name)
+		}
+		sort.Strings(known)
+		return Selection{}, fmt.Errorf("--controllers: unknown controller %s; known controllers: %s",
+			strings.Join(quoteAll(unknown), ", "), strings.Join(known, ", "))
+	}
+	var sel Selection
+	for _, d := range registry {
+		on, named := explicit[d.Name]
+		if !named {
+			on = star && !d.DisabledByDefault
+		}
+		if !on {
+			sel.Disabled = append(sel.Disabled, d)
+			continue
+		}
+		sel.Enabled = append(sel.Enabled, d)
+		if !d.Built() {
+			sel.NotBuilt = append(sel.NotBuilt, d.Name)
+		}
+	}
+	return sel, nil
+}
+
+// SetupEnabled sets up every enabled controller kcm has built, logs once the enabled ones it
+// has not built and the flags given that nothing acts on, and returns the names it set up.
+//
+// The indexes the enabled controllers declare are registered first, each once.
+func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
+	logger := log.Log.WithName("controllers")
+	if len(sel.NotBuilt) > 0 {
+		logger.Info("Enabled controllers that kcm does not implement yet will not run", "controllers", sel.NotBuilt)
+	}
+	var indexes []index.Index
+	for _, d := range sel.Enabled {
+		if d.Built() {
+			indexes = append(indexes, d.Indexes...)
+		}
+	}
+	if err := index.Register(context.Background(), ctx.Manager.GetFieldIndexer(), indexes); err != nil {
+		return nil, err
+	}
+	var started []string
+	actedOn, unused := map[string]bool{}, map[string]bool{}
+	for _, d := range sel.Enabled {
+		if !d.Built() {
+			continue
+		}
+		if err := d.Setup(ctx.For(d)); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
+		}
+		started = append(started, d.Name)
+		for _, f := range d.FlagNames() {
+			actedOn[f] = true
+		}
+	}
+	if err := ctx.unapplied(); err != nil {
+		return nil, err
+	}
+	// A flag is unused when only controllers that do not run would read it.
+	for _, d := range append(append([]Descriptor{}, sel.Enabled...), sel.Disabled...) {
+		for _, f := range d.FlagNames() {
+			if !actedOn[f] {
+				unused[f] = true
+			}
+		}
+	}
+	if ignored := ctx.Options.SetButIgnored(actedOn, unused); len(ignored) > 0 {
+		logger.Info("Flags given that kcm does not act on", "flags", ignored)
+	}
+	logger.Info("Controllers set up", "controllers", started)
+	return started, nil
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
