@@ -1,0 +1,42 @@
+// Package patch writes an object's status subresource with a merge patch computed from the
+// copy the controller read, the one way kcm's controllers write status.
+package patch
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Locking says whether a status patch carries the resourceVersion it was computed from.
+// Every caller chooses, and says why beside the call:
+//
+//   - Optimistic: the new status depends on the old one or on state the next sync cannot
+//     recompute (quota usage checked against admission's charges, node conditions and
+//     taint timestamps, namespace deletion progress, a CronJob's last schedule time, a PDB's
+//     disrupted pods). A concurrent writer's change must not be overwritten: a conflict (409)
+//     is returned, and the request requeues to recompute from a fresh read.
+//   - LastWriteWins: the status is recomputed whole from the children every sync (replica
+//     counts of ReplicaSets, DaemonSets, StatefulSets), and each write's watch event brings
+//     another sync, so a stale write is corrected at once; a lock would only turn the normal
+//     cache lag into conflict retries, as upstream's UpdateStatus retries do not need.
+type Locking bool
+
+const (
+	Optimistic    Locking = true
+	LastWriteWins Locking = false
+)
+
+// Status patches obj's status to its current value, from orig (the object as read).
+func Status(ctx context.Context, c client.Client, obj, orig client.Object, l Locking) error {
+	return c.Status().Patch(ctx, obj, From(orig, l))
+}
+
+// From is the merge patch from orig with the chosen locking, for writes other than status
+// that make the same choice.
+func From(orig client.Object, l Locking) client.Patch {
+	if l == Optimistic {
+		return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	}
+	return client.MergeFrom(orig)
+}
