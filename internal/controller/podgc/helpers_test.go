@@ -15,10 +15,25 @@ import (
 // holdFinalizer keeps a deleted pod readable, so that a spec can see what podgc wrote.
 const holdFinalizer = "kcm.test/hold"
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "podgc-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
+// awaitServerSecondAfter waits until the API server's clock, as it stamps the creation of
+// an object (a dry run creates nothing), has passed the second obj was created in.
+func awaitServerSecondAfter(ctx context.Context, ns string, obj client.Object) {
+	Eventually(func(g Gomega) {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "clock-"}}
+		g.Expect(env.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+		g.Expect(probe.CreationTimestamp.Time).To(BeTemporally(">", obj.GetCreationTimestamp().Time))
+	}).Should(Succeed())
+}
+
+// awaitPass waits until a pass of the collector has seen every pod created before: it
+// marks Failed a terminating unscheduled canary pod created after them (held, so that it
+// stays readable; the spec's cleanup releases it).
+func awaitPass(ctx context.Context, ns string) {
+	canary := createPod(ctx, ns, "pass-canary", "", true)
+	Expect(env.Client.Delete(ctx, canary)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(getPod(g, ns, canary.Name).Status.Phase).To(Equal(corev1.PodFailed))
+	}).Should(Succeed())
 }
 
 // createPod creates a pod bound to node ("" for none); hold adds holdFinalizer.

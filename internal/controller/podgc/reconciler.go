@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/parallel"
 )
 
 const (
@@ -41,10 +41,15 @@ const (
 	// ReasonDeletionByPodGC is the reason of the DisruptionTarget condition podgc gives the
 	// pods of deleted nodes.
 	ReasonDeletionByPodGC = "DeletionByPodGC"
+)
 
-	// deleteParallelism bounds the deletions in flight in one pass; the client's rate limit
-	// bounds them further.
-	deleteParallelism = 16
+// How many deletions of one kind are in flight at once, as upstream: the terminated pods
+// above the threshold and the terminating pods of out-of-service nodes all at once (one
+// goroutine each; the client's rate limit paces them), the pods of deleted nodes and the
+// unscheduled terminating pods one after the other.
+const (
+	allAtOnce = 0
+	oneByOne  = 1
 )
 
 // gcRequest is the one request of the controller: a pass over all pods, which queues itself
@@ -107,7 +112,7 @@ func (r *Reconciler) gc(ctx context.Context) error {
 	var errs []error
 	if victims := terminatedToDelete(all, r.TerminatedPodThreshold); len(victims) > 0 {
 		log.FromContext(ctx).Info("Garbage collecting pods", "numPods", len(victims))
-		errs = append(errs, p.collect(ctx, victims, nil, "terminated"))
+		errs = append(errs, p.collect(ctx, victims, nil, "terminated", allAtOnce))
 	}
 	errs = append(errs, p.outOfService(ctx, nodes.Items))
 	errs = append(errs, p.orphaned(ctx, all, nodes.Items))
@@ -145,7 +150,7 @@ func (p *pass) outOfService(ctx context.Context, nodes []corev1.Node) error {
 		return nil
 	}
 	log.FromContext(ctx).V(4).Info("Garbage collecting pods that are terminating on nodes tainted with node.kubernetes.io/out-of-service", "numPods", len(victims))
-	return p.collect(ctx, victims, nil, "out-of-service")
+	return p.collect(ctx, victims, nil, "out-of-service", allAtOnce)
 }
 
 // orphaned deletes the pods bound to nodes that no longer exist. A node missing from the
@@ -192,7 +197,7 @@ func (p *pass) orphaned(ctx context.Context, pods []*corev1.Pod, nodes []corev1.
 			Status:  corev1.ConditionTrue,
 			Reason:  ReasonDeletionByPodGC,
 			Message: "PodGC: node no longer exists",
-		}, "orphaned"))
+		}, "orphaned", oneByOne))
 	}
 	return errors.Join(errs...)
 }
@@ -211,35 +216,29 @@ func (p *pass) unscheduledTerminating(ctx context.Context) error {
 			victims = append(victims, pod)
 		}
 	}
-	return p.collect(ctx, victims, nil, "unscheduled")
+	return p.collect(ctx, victims, nil, "unscheduled", oneByOne)
 }
 
-// collect force-deletes pods not already deleted in this pass, deleteParallelism at a time,
-// as upstream does for each kind of pod it collects.
-func (p *pass) collect(ctx context.Context, pods []*corev1.Pod, cond *corev1.PodCondition, reason string) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, deleteParallelism)
-	)
+// collect force-deletes the pods not already deleted in this pass, limit at a time
+// (allAtOnce: all of them).
+func (p *pass) collect(ctx context.Context, pods []*corev1.Pod, cond *corev1.PodCondition, reason string, limit int) error {
+	var todo []*corev1.Pod
 	for _, pod := range pods {
-		if p.done[pod.UID] {
-			continue
+		if !p.done[pod.UID] {
+			p.done[pod.UID] = true
+			todo = append(todo, pod)
 		}
-		p.done[pod.UID] = true
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := p.r.markFailedAndDelete(ctx, pod, cond, p.now); err != nil && !apierrors.IsNotFound(err) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("force deleting %s pod %s: %w", reason, client.ObjectKeyFromObject(pod), err))
-				mu.Unlock()
-			}
-		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	if limit == allAtOnce {
+		limit = len(todo)
+	}
+	return parallel.Do(ctx, len(todo), limit, func(ctx context.Context, i int) error {
+		pod := todo[i]
+		if err := p.r.markFailedAndDelete(ctx, pod, cond, p.now); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("force deleting %s pod %s: %w", reason, client.ObjectKeyFromObject(pod), err)
+		}
+		return nil
+	})
 }
 
 // markFailedAndDelete is upstream's markFailedAndDeletePodWithCondition: a pod that has not

@@ -18,7 +18,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		nodes []string
 	)
 	BeforeEach(func() {
-		ns, nodes = newNamespace(ctx), nil
+		ns, nodes = env.Namespace(ctx, "podgc"), nil
 	})
 	AfterEach(func() { cleanup(ctx, ns, nodes) })
 
@@ -38,15 +38,17 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 
 	It("deletes the terminated pods above the threshold, evicted first then oldest, and keeps the others", func() {
 		Expect(threshold).To(Equal(3))
-		// Created in reverse order of name, a second apart (creation timestamps count whole
-		// seconds): e is the oldest, a the newest.
+		// Created in reverse order of name, in distinct seconds of the API server's clock
+		// (creation timestamps count whole seconds): e is the oldest, a the newest.
 		pods := map[string]*corev1.Pod{"e": createPod(ctx, ns, "e", "", false)}
-		time.Sleep(1100 * time.Millisecond)
+		awaitServerSecondAfter(ctx, ns, pods["e"])
 		for _, name := range []string{"d", "c", "b"} {
 			pods[name] = createPod(ctx, ns, name, "", false)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		awaitServerSecondAfter(ctx, ns, pods["b"])
 		pods["a"] = createPod(ctx, ns, "a", "", false)
+		Expect(pods["a"].CreationTimestamp.After(pods["b"].CreationTimestamp.Time)).To(BeTrue())
+		Expect(pods["d"].CreationTimestamp.After(pods["e"].CreationTimestamp.Time)).To(BeTrue())
 		// a, the newest, is evicted. Whatever passes run while the pods finish, a and e go.
 		setPhase(ctx, pods["a"], corev1.PodFailed, "Evicted")
 		setPhase(ctx, pods["e"], corev1.PodSucceeded, "")
@@ -76,8 +78,9 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		for _, p := range pods {
 			setPhase(ctx, p, corev1.PodRunning, "")
 		}
-		// The late node shows up during the quarantine of its pod.
-		time.Sleep(time.Second)
+		// The late node shows up during the quarantine of its pod, once a pass has seen the
+		// pod without it.
+		awaitPass(ctx, ns)
 		nodes = append(nodes, late)
 		createNode(ctx, late, true)
 
