@@ -2,11 +2,13 @@ package tainteviction
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // maxTolerationSeconds is the longest toleration a time.Duration can hold; longer ones are
@@ -23,16 +25,16 @@ const maxTolerationSeconds = int64(math.MaxInt64 / int64(time.Second))
 //     negative one counting as zero;
 //   - no NoExecute taint, or every matching toleration without tolerationSeconds: never.
 func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since time.Time) (time.Time, bool) {
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), taints, tolerations, isNoExecute, comparisonOperators); untolerated {
+		return since, true
+	}
 	shortest := int64(-1) // -1: tolerated forever so far
 	for i := range taints {
 		t := &taints[i]
-		if t.Effect != corev1.TaintEffectNoExecute {
+		if !isNoExecute(t) {
 			continue
 		}
 		tol := matchingToleration(t, tolerations)
-		if tol == nil {
-			return since, true
-		}
 		if tol.TolerationSeconds == nil {
 			continue
 		}
@@ -47,16 +49,20 @@ func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since 
 	return since.Add(time.Duration(shortest) * time.Second), true
 }
 
-// matchingToleration returns the first toleration that tolerates the taint, or nil. The
-// numeric operators Lt and Gt never match: upstream's TaintTolerationComparisonOperators
-// gate is alpha and off in v1.37.
+// comparisonOperators is upstream's TaintTolerationComparisonOperators gate, alpha and off in
+// v1.37: the numeric operators Lt and Gt never match.
+const comparisonOperators = false
+
+func isNoExecute(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
+
+// matchingToleration returns the first toleration that tolerates the taint, which counts for
+// its tolerationSeconds (upstream's GetMatchingTolerations lives in k8s.io/kubernetes, which
+// kcm does not import); the caller knows that one does.
 func matchingToleration(t *corev1.Taint, tolerations []corev1.Toleration) *corev1.Toleration {
-	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(logr.Discard(), t, false) {
-			return &tolerations[i]
-		}
-	}
-	return nil
+	i := slices.IndexFunc(tolerations, func(tol corev1.Toleration) bool {
+		return tol.ToleratesTaint(logr.Discard(), t, comparisonOperators)
+	})
+	return &tolerations[i]
 }
 
 // noExecuteTaints returns the node's NoExecute taints, the only ones this controller acts on.

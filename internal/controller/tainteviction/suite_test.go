@@ -6,24 +6,24 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/kcm/kcm/internal/controller/tainteviction"
+	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// controller is the Reconciler the suite's manager runs, for waits on the evictions it
+	// has scheduled, which leave no trace in the API.
+	controller *tainteviction.Reconciler
+)
 
 func TestTaintEvictionController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "taint-eviction-controller suite")
+	testenv.RunSuite(t, "taint-eviction-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"taint-eviction-controller"})
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env = testenv.MustStartAPIServer()
+	Expect(env.StartManagerWith([]string{tainteviction.ControllerName}, nil,
+		setup.OverrideFor(tainteviction.ControllerName, func(r *tainteviction.Reconciler) { controller = r }))).To(Succeed())
 })

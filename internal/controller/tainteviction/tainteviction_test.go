@@ -25,7 +25,7 @@ var broken = corev1.Taint{Key: "example.com/broken", Value: "true", Effect: core
 var _ = Describe("taint-eviction-controller", func() {
 	ctx := context.Background()
 	var ns string
-	BeforeEach(func() { ns = newNamespace(ctx) })
+	BeforeEach(func() { ns = env.Namespace(ctx, "te") })
 
 	It("deletes a pod that does not tolerate a new NoExecute taint at once, marking it a disruption target first", func() {
 		node := newNode(ctx)
@@ -132,7 +132,8 @@ var _ = Describe("taint-eviction-controller", func() {
 		})
 		start := time.Now()
 		setTaints(ctx, node.Name, broken)
-		time.Sleep(time.Second)
+		// The controller has scheduled the eviction before the taint goes.
+		Eventually(func() bool { return controller.Scheduled(client.ObjectKeyFromObject(p)) }).Should(BeTrue())
 		setTaints(ctx, node.Name)
 		cancelled := fmt.Sprintf("Cancelling deletion of Pod %s/spared", ns)
 		Eventually(func(g Gomega) {
@@ -152,12 +153,6 @@ var _ = Describe("taint-eviction-controller", func() {
 func awaitQueueDrained(ctx context.Context, ns string) {
 	canary := newPod(ctx, ns, "canary", newNode(ctx, broken).Name)
 	Eventually(func(g Gomega) { g.Expect(deleting(ctx, g, canary)).To(BeTrue()) }).Should(Succeed())
-}
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "te-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
 }
 
 func newNode(ctx context.Context, taints ...corev1.Taint) *corev1.Node {
