@@ -5,9 +5,8 @@ package index
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kcm/kcm/internal/pod"
 )
 
 // Orphan is the ControllerUID value of objects that have no controller.
@@ -49,7 +48,7 @@ func PodClaimNameOf(obj client.Object) []string {
 		case v.PersistentVolumeClaim != nil:
 			names = append(names, v.PersistentVolumeClaim.ClaimName)
 		case v.Ephemeral != nil:
-			names = append(names, pod.EphemeralClaimName(p, v))
+			names = append(names, ephemeral.VolumeClaimName(p, v))
 		}
 	}
 	return names

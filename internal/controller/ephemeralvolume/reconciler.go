@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/storage/ephemeral"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/index"
-	"github.com/kcm/kcm/internal/pod"
 )
 
 const (
@@ -74,15 +74,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // ensureClaim creates the volume's claim unless the cache already has it, and checks that an
 // existing claim is the pod's own.
 func (r *Reconciler) ensureClaim(ctx context.Context, p *corev1.Pod, v *corev1.Volume) error {
-	name := pod.EphemeralClaimName(p, v)
+	name := ephemeral.VolumeClaimName(p, v)
 	existing := &corev1.PersistentVolumeClaim{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, existing)
 	switch {
 	case err == nil:
-		if !pod.EphemeralClaimIsFor(p, existing) {
-			return fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", existing.Namespace, existing.Name, p.Namespace, p.Name)
-		}
-		return nil
+		return ephemeral.VolumeIsForPod(p, existing)
 	case client.IgnoreNotFound(err) != nil:
 		return err
 	}
@@ -102,7 +99,7 @@ func ClaimFor(p *corev1.Pod, v *corev1.Volume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: p.Namespace,
-			Name:      pod.EphemeralClaimName(p, v),
+			Name:      ephemeral.VolumeClaimName(p, v),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
 				Controller: new(true), BlockOwnerDeletion: new(true),

@@ -23,27 +23,12 @@ import (
 var env *testenv.Env
 
 func TestEphemeralVolumeController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "ephemeral-volume-controller suite")
+	testenv.RunSuite(t, "ephemeral-volume-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"ephemeral-volume-controller"})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStart([]string{"ephemeral-volume-controller"})
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ephemeral-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func claimSpec(class string) corev1.PersistentVolumeClaimSpec {
 	return corev1.PersistentVolumeClaimSpec{
@@ -87,7 +72,7 @@ func expectClaimOf(ctx context.Context, p *corev1.Pod) *corev1.PersistentVolumeC
 		got, err := getClaim(ctx, p.Namespace, p.Name+"-scratch")
 		g.Expect(err).NotTo(HaveOccurred())
 		pvc = got
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 	Expect(pvc.OwnerReferences).To(Equal([]metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: new(true), BlockOwnerDeletion: new(true),
 	}}))
@@ -101,7 +86,7 @@ func expectClaimOf(ctx context.Context, p *corev1.Pod) *corev1.PersistentVolumeC
 
 var _ = Describe("ephemeral-volume-controller", func() {
 	It("creates the claim <pod>-<volume> from the template, controlled by the pod", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ephemeral")
 		p := createPod(ctx, ns, "web")
 		expectClaimOf(ctx, p)
 		_, err := getClaim(ctx, ns, "web-cache")
@@ -109,7 +94,7 @@ var _ = Describe("ephemeral-volume-controller", func() {
 	})
 
 	It("creates the claim again when it is deleted while the pod lives", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ephemeral")
 		p := createPod(ctx, ns, "db")
 		first := expectClaimOf(ctx, p)
 		Expect(env.Client.Delete(ctx, first)).To(Succeed())
@@ -124,17 +109,17 @@ var _ = Describe("ephemeral-volume-controller", func() {
 			}
 			got.Finalizers = nil
 			return env.Client.Update(ctx, got)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			got, err := getClaim(ctx, ns, first.Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.UID).NotTo(Equal(first.UID))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		expectClaimOf(ctx, p)
 	})
 
 	It("leaves a same-named claim that the pod does not own untouched and says so in a Warning Event", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ephemeral")
 		foreign := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-scratch", Labels: map[string]string{"owner": "someone-else"}},
 			Spec:       claimSpec("slow"),
@@ -150,7 +135,7 @@ var _ = Describe("ephemeral-volume-controller", func() {
 				return e.Regarding.Kind == "Pod" && e.Regarding.Name == "app" && e.Type == corev1.EventTypeWarning &&
 					e.Reason == "FailedBinding" && e.Note == want
 			})).To(BeTrue(), "events: %v", list.Items)
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		Consistently(func(g Gomega) {
 			got, err := getClaim(ctx, ns, "app-scratch")

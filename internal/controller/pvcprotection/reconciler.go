@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -100,7 +100,7 @@ func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 			return nil
 		}
 		updated := pvc.DeepCopy()
-		updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == Finalizer })
+		controllerutil.RemoveFinalizer(updated, Finalizer)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return fmt.Errorf("removing the protection finalizer: %w", err)
 		}
@@ -110,7 +110,7 @@ func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 
 	if NeedsFinalizer(pvc) {
 		updated := pvc.DeepCopy()
-		updated.Finalizers = append(updated.Finalizers, Finalizer)
+		controllerutil.AddFinalizer(updated, Finalizer)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return fmt.Errorf("adding the protection finalizer: %w", err)
 		}

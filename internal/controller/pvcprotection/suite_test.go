@@ -21,27 +21,12 @@ import (
 var env *testenv.Env
 
 func TestPVCProtectionController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "persistentvolumeclaim-protection-controller suite")
+	testenv.RunSuite(t, "persistentvolumeclaim-protection-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"persistentvolumeclaim-protection-controller"})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStart([]string{"persistentvolumeclaim-protection-controller"})
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pvcp-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func claimSpec() corev1.PersistentVolumeClaimSpec {
 	return corev1.PersistentVolumeClaimSpec{
@@ -109,7 +94,7 @@ func expectGone(ctx context.Context, pvc *corev1.PersistentVolumeClaim) {
 	Eventually(func() bool {
 		_, err := getClaim(ctx, pvc)()
 		return apierrors.IsNotFound(err)
-	}).WithTimeout(20*time.Second).Should(BeTrue(), "claim %s should be deleted", pvc.Name)
+	}).Should(BeTrue(), "claim %s should be deleted", pvc.Name)
 }
 
 // expectKept checks for a few seconds that the deleted claim stays, held by the finalizer.
@@ -135,12 +120,12 @@ func expectUnused(ctx context.Context, pvc *corev1.PersistentVolumeClaim, status
 		c := got.Status.Conditions[i]
 		g.Expect([]string{string(c.Status), c.Reason, c.Message}).To(Equal([]string{string(status), reason, message}))
 		g.Expect(c.LastTransitionTime.IsZero()).To(BeFalse())
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 }
 
 var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 	It("puts the finalizer back on a live claim that lost it", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvcp")
 		pvc := createClaim(ctx, ns, "data", nil)
 		By("removing the finalizer the admission plugin may have added")
 		Eventually(func() error {
@@ -150,16 +135,16 @@ var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 			}
 			got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == pvcprotection.Finalizer })
 			return env.Client.Update(ctx, got)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			got, err := getClaim(ctx, pvc)()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.Finalizers).To(ContainElement(pvcprotection.Finalizer))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("keeps a deleted claim while a scheduled pod object names it, even Succeeded, and releases it when the pod is deleted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvcp")
 		pvc := createClaim(ctx, ns, "data", nil)
 		p := createPod(ctx, ns, "web", claimVolume("data"), true)
 		setPhase(ctx, p, corev1.PodRunning)
@@ -176,7 +161,7 @@ var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 	})
 
 	It("deletes an unused claim promptly, and one that only an unscheduled pod names", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvcp")
 		unused := createClaim(ctx, ns, "unused", nil)
 		pending := createClaim(ctx, ns, "pending", nil)
 		createPod(ctx, ns, "waiting", claimVolume("pending"), false)
@@ -187,7 +172,7 @@ var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 	})
 
 	It("keeps the claim of a pod's generic ephemeral volume, but not a same-named claim the pod does not own", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvcp")
 		owner := createPod(ctx, ns, "owner", ephemeralVolume(), true)
 		owned := createClaim(ctx, ns, "owner-data", owner)
 		other := createPod(ctx, ns, "other", ephemeralVolume(), true)
@@ -204,7 +189,7 @@ var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 	})
 
 	It("sets the Unused condition of a bound claim as pods come and finish", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvcp")
 		pvc := createClaim(ctx, ns, "data", nil)
 		By("the binder binding the claim (played by the test)")
 		Eventually(func() error {
@@ -214,7 +199,7 @@ var _ = Describe("persistentvolumeclaim-protection-controller", func() {
 			}
 			got.Status.Phase = corev1.ClaimBound
 			return env.Client.Status().Update(ctx, got)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		expectUnused(ctx, pvc, corev1.ConditionTrue, "NoPodsUsingPVC", "No pods are currently referencing this PVC")
 
 		By("a pod naming it, not scheduled yet")

@@ -1,10 +1,10 @@
 package pvcprotection
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcm/kcm/internal/pod"
 )
@@ -26,13 +26,13 @@ type usage func(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) bool
 // NeedsFinalizer reports whether a live claim lacks the finalizer. The admission plugin adds
 // it on create; this catches claims created while it was off.
 func NeedsFinalizer(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.DeletionTimestamp == nil && !slices.Contains(pvc.Finalizers, Finalizer)
+	return pvc.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(pvc, Finalizer)
 }
 
 // IsDeletionCandidate reports whether the claim is being deleted and waits for this
 // controller's finalizer.
 func IsDeletionCandidate(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.DeletionTimestamp != nil && slices.Contains(pvc.Finalizers, Finalizer)
+	return pvc.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(pvc, Finalizer)
 }
 
 // UsedForDeletion is upstream's rule for keeping a deleted claim: only scheduled pods count
@@ -48,7 +48,7 @@ func UsedForDeletion(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) bool {
 		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name {
 			return true
 		}
-		if v.Ephemeral != nil && !IsShutDown(p) && pod.EphemeralClaimName(p, v) == pvc.Name && pod.EphemeralClaimIsFor(p, pvc) {
+		if v.Ephemeral != nil && !IsShutDown(p) && ephemeral.VolumeClaimName(p, v) == pvc.Name && ephemeral.VolumeIsForPod(p, pvc) == nil {
 			return true
 		}
 	}
@@ -64,7 +64,7 @@ func UsedForUnused(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) bool {
 	for i := range p.Spec.Volumes {
 		v := &p.Spec.Volumes[i]
 		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name ||
-			v.Ephemeral != nil && pod.EphemeralClaimName(p, v) == pvc.Name && pod.EphemeralClaimIsFor(p, pvc) {
+			v.Ephemeral != nil && ephemeral.VolumeClaimName(p, v) == pvc.Name && ephemeral.VolumeIsForPod(p, pvc) == nil {
 			return true
 		}
 	}

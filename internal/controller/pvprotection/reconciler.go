@@ -6,13 +6,13 @@ package pvprotection
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -48,14 +48,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		logger.V(4).Info("Keeping PV because it is being used")
 	case IsDeletionCandidate(pv):
 		updated := pv.DeepCopy()
-		updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == Finalizer })
+		controllerutil.RemoveFinalizer(updated, Finalizer)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return reconcile.Result{}, fmt.Errorf("removing the protection finalizer: %w", err)
 		}
 		logger.V(3).Info("Removed protection finalizer from PV")
 	case NeedsFinalizer(pv):
 		updated := pv.DeepCopy()
-		updated.Finalizers = append(updated.Finalizers, Finalizer)
+		controllerutil.AddFinalizer(updated, Finalizer)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the protection finalizer: %w", err)
 		}
@@ -72,13 +72,13 @@ func IsUsed(pv *corev1.PersistentVolume) bool {
 // NeedsFinalizer reports whether a live volume lacks the finalizer. The admission plugin adds
 // it on create; this catches volumes created while it was off.
 func NeedsFinalizer(pv *corev1.PersistentVolume) bool {
-	return pv.DeletionTimestamp == nil && !slices.Contains(pv.Finalizers, Finalizer)
+	return pv.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(pv, Finalizer)
 }
 
 // IsDeletionCandidate reports whether the volume is being deleted and waits for this
 // controller's finalizer.
 func IsDeletionCandidate(pv *corev1.PersistentVolume) bool {
-	return pv.DeletionTimestamp != nil && slices.Contains(pv.Finalizers, Finalizer)
+	return pv.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(pv, Finalizer)
 }
 
 // SetupWithManager registers the controller for the volumes that need work, as upstream

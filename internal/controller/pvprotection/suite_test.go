@@ -21,20 +21,11 @@ import (
 var env *testenv.Env
 
 func TestPVProtectionController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "persistentvolume-protection-controller suite")
+	testenv.RunSuite(t, "persistentvolume-protection-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"persistentvolume-protection-controller"})
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env = testenv.MustStart([]string{"persistentvolume-protection-controller"})
 })
 
 func createVolume(ctx context.Context) *corev1.PersistentVolume {
@@ -60,7 +51,7 @@ func update(ctx context.Context, pv *corev1.PersistentVolume, w func(context.Con
 		}
 		change(got)
 		return w(ctx, got)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 }
 
 func writeSpec(ctx context.Context, o client.Object) error { return env.Client.Update(ctx, o) }
@@ -89,7 +80,7 @@ var _ = Describe("persistentvolume-protection-controller", func() {
 			got, err := getVolume(ctx, pv)()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.Finalizers).To(ContainElement(pvprotection.Finalizer))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("keeps a deleted volume while it is Bound and lets it go once Released", func(ctx SpecContext) {
@@ -99,7 +90,7 @@ var _ = Describe("persistentvolume-protection-controller", func() {
 			got, err := getVolume(ctx, pv)()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.Finalizers).To(ContainElement(pvprotection.Finalizer))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		update(ctx, pv, writeStatus, setPhase(corev1.VolumeBound))
 		Expect(env.Client.Delete(ctx, pv)).To(Succeed())
 		Consistently(func(g Gomega) {
@@ -114,7 +105,7 @@ var _ = Describe("persistentvolume-protection-controller", func() {
 		Eventually(func() bool {
 			_, err := getVolume(ctx, pv)()
 			return apierrors.IsNotFound(err)
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		}).Should(BeTrue())
 	})
 
 	It("lets an Available volume go at once", func(ctx SpecContext) {
@@ -129,6 +120,6 @@ var _ = Describe("persistentvolume-protection-controller", func() {
 		Eventually(func() bool {
 			_, err := getVolume(ctx, pv)()
 			return apierrors.IsNotFound(err)
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		}).Should(BeTrue())
 	})
 })
