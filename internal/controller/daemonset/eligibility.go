@@ -8,19 +8,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 )
 
-// Well-known taints the default daemon pod tolerations name (k8s.io/api/core/v1 well_known_taints.go).
+// The well-known taints the default daemon pod tolerations name.
 const (
-	taintNotReady           = "node.kubernetes.io/not-ready"
-	taintUnreachable        = "node.kubernetes.io/unreachable"
-	taintDiskPressure       = "node.kubernetes.io/disk-pressure"
-	taintMemoryPressure     = "node.kubernetes.io/memory-pressure"
-	taintPIDPressure        = "node.kubernetes.io/pid-pressure"
-	taintUnschedulable      = "node.kubernetes.io/unschedulable"
-	taintNetworkUnavailable = "node.kubernetes.io/network-unavailable"
+	taintNotReady           = corev1.TaintNodeNotReady
+	taintUnreachable        = corev1.TaintNodeUnreachable
+	taintDiskPressure       = corev1.TaintNodeDiskPressure
+	taintMemoryPressure     = corev1.TaintNodeMemoryPressure
+	taintPIDPressure        = corev1.TaintNodePIDPressure
+	taintUnschedulable      = corev1.TaintNodeUnschedulable
+	taintNetworkUnavailable = corev1.TaintNodeNetworkUnavailable
 )
 
 // templateGenerationAnnotation is where the API server keeps the DaemonSet's template
@@ -36,6 +37,10 @@ type eligibility struct {
 	shouldRun, shouldContinueRunning bool
 }
 
+// comparisonOperators is upstream's TaintTolerationComparisonOperators gate (alpha, off by
+// default in v1.37; kcm does not take --feature-gates): Gt/Lt tolerations tolerate nothing.
+const comparisonOperators = false
+
 // nodeEligibility is upstream's NodeShouldRunDaemonPod: the template's nodeName, node
 // selector and required node affinity must match the node; a taint the pod (with the default
 // daemon tolerations) does not tolerate stops new pods, and evicts running ones only when its
@@ -45,7 +50,8 @@ func nodeEligibility(node *corev1.Node, ds *appsv1.DaemonSet) eligibility {
 	if spec.NodeName != "" && spec.NodeName != node.Name {
 		return eligibility{}
 	}
-	if !matchesNodeSelector(node, spec.NodeSelector) || !matchesRequiredAffinity(node, spec.Affinity) {
+	// A parse error matches nothing; upstream ignores the error too.
+	if fits, _ := nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, spec.Affinity).Match(node); !fits {
 		return eligibility{}
 	}
 	tolerations := daemonTolerations(spec)
@@ -57,95 +63,9 @@ func nodeEligibility(node *corev1.Node, ds *appsv1.DaemonSet) eligibility {
 
 // untolerated reports whether a taint with one of effects is tolerated by none of tolerations.
 func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, effects ...corev1.TaintEffect) bool {
-	for i := range taints {
-		if !slices.Contains(effects, taints[i].Effect) {
-			continue
-		}
-		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool { return tolerates(t, &taints[i]) }) {
-			return true
-		}
-	}
-	return false
-}
-
-// tolerates is upstream's Toleration.ToleratesTaint without the alpha comparison operators.
-func tolerates(t corev1.Toleration, taint *corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	case corev1.TolerationOpExists:
-		return true
-	}
-	return false
-}
-
-func matchesNodeSelector(node *corev1.Node, sel map[string]string) bool {
-	return len(sel) == 0 || labels.SelectorFromSet(sel).Matches(labels.Set(node.Labels))
-}
-
-// matchesRequiredAffinity: the terms are ORed, the requirements of a term ANDed; no terms
-// (or a term with no requirements) matches nothing, as upstream; a parse error matches nothing.
-func matchesRequiredAffinity(node *corev1.Node, a *corev1.Affinity) bool {
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if matchesTerm(node, term) {
-			return true
-		}
-	}
-	return false
-}
-
-func matchesTerm(node *corev1.Node, term corev1.NodeSelectorTerm) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	for _, r := range term.MatchExpressions {
-		if !matchesRequirement(labels.Set(node.Labels), r) {
-			return false
-		}
-	}
-	for _, r := range term.MatchFields {
-		if r.Key != metav1.ObjectNameField {
-			return false
-		}
-		if !matchesRequirement(labels.Set{metav1.ObjectNameField: node.Name}, r) {
-			return false
-		}
-	}
-	return true
-}
-
-func matchesRequirement(set labels.Set, r corev1.NodeSelectorRequirement) bool {
-	var op selection.Operator
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		op = selection.In
-	case corev1.NodeSelectorOpNotIn:
-		op = selection.NotIn
-	case corev1.NodeSelectorOpExists:
-		op = selection.Exists
-	case corev1.NodeSelectorOpDoesNotExist:
-		op = selection.DoesNotExist
-	case corev1.NodeSelectorOpGt:
-		op = selection.GreaterThan
-	case corev1.NodeSelectorOpLt:
-		op = selection.LessThan
-	default:
-		return false
-	}
-	req, err := labels.NewRequirement(r.Key, op, r.Values)
-	if err != nil {
-		return false
-	}
-	return req.Matches(set)
+	_, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, tolerations,
+		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, comparisonOperators)
+	return found
 }
 
 // defaultTolerations are upstream's AddOrUpdateDaemonPodTolerations: daemon pods stay on
