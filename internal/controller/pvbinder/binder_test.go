@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/pvbinder"
 )
@@ -19,7 +20,7 @@ import (
 var _ = Describe("persistentvolume-binder-controller", func() {
 	DescribeTable("binds a claim to the smallest Available volume that fits",
 		func(ctx SpecContext, volumes func(ctx context.Context, class string), claim []claimOpt, want string) {
-			ns := newNamespace(ctx)
+			ns := env.Namespace(ctx, "pvb")
 			volumes(ctx, ns)
 			createClaim(ctx, ns, "data", ptr.To(ns), "2Gi", claim...)
 			expectBound(ctx, ns, "data", ns+"-"+want, true, true)
@@ -49,7 +50,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	)
 
 	It("binds a claim naming its volume, and a volume naming its claim (claimRef without UID)", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		By("a claim whose spec.volumeName names an Available volume")
 		createVolume(ctx, ns+"-named", ns, "3Gi")
 		createClaim(ctx, ns, "names-volume", ptr.To(ns), "1Gi", naming(ns+"-named"))
@@ -58,7 +59,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		By("a volume pre-bound to a claim by name: Available until the claim comes, then chosen over a smaller one")
 		createVolume(ctx, ns+"-small", ns, "1Gi")
 		createVolume(ctx, ns+"-prebound", ns, "5Gi", preBoundTo(ns, "named-by-volume"))
-		Eventually(volumePhase(ctx, ns+"-prebound")).WithTimeout(timeout).Should(Equal(corev1.VolumeAvailable))
+		Eventually(volumePhase(ctx, ns+"-prebound")).Should(Equal(corev1.VolumeAvailable))
 		createClaim(ctx, ns, "named-by-volume", ptr.To(ns), "1Gi")
 		expectBound(ctx, ns, "named-by-volume", ns+"-prebound", true, false)
 		Expect(getVolume(ctx, ns+"-small")(Default).Spec.ClaimRef).To(BeNil())
@@ -73,7 +74,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	})
 
 	It("waits for the scheduler with WaitForFirstConsumer, then binds a volume whose node affinity admits the selected node", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		createClass(ctx, ns, "kubernetes.io/no-provisioner", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-node", Labels: map[string]string{"kubernetes.io/hostname": ns + "-node"}}}
 		Expect(env.Client.Create(ctx, node)).To(Succeed())
@@ -107,16 +108,16 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 			c := getClaim(ctx, ns, "wffc")(Default)
 			metav1.SetMetaDataAnnotation(&c.ObjectMeta, pvbinder.AnnSelectedNode, node.Name)
 			return env.Client.Update(ctx, c)
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		expectBound(ctx, ns, "wffc", ns+"-here", true, true)
 		Expect(getVolume(ctx, ns+"-elsewhere")(Default).Spec.ClaimRef).To(BeNil())
 	})
 
 	It("hands a claim to its class's external provisioner, and binds the volume the provisioner creates", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, nil)
 		claim := createClaim(ctx, ns, "dynamic", ptr.To(ns), "1Gi")
-		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).WithTimeout(timeout).Should(And(
+		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).Should(And(
 			HaveKeyWithValue(pvbinder.AnnStorageProvisioner, "csi.example.com"),
 			HaveKeyWithValue(pvbinder.AnnBetaStorageProvisioner, "csi.example.com")))
 		expectEvent(ctx, "PersistentVolumeClaim", "dynamic", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
@@ -140,7 +141,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	})
 
 	It("reports FailedBinding for a claim without class, then gives it the default class once one exists", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		// No volume has this label: nothing fits, whatever other specs created.
 		createClaim(ctx, ns, "classless", nil, "1Gi", selecting("none", ns))
 		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonFailedBinding,
@@ -150,14 +151,14 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		By("a default StorageClass appearing")
 		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, map[string]string{pvbinder.AnnIsDefaultClass: "true"})
 		Eventually(func(g Gomega) *string { return getClaim(ctx, ns, "classless")(g).Spec.StorageClassName }).
-			WithTimeout(timeout).Should(Equal(ptr.To(ns)))
+			Should(Equal(ptr.To(ns)))
 		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
 			"Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. "+
 				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.")
 	})
 
 	It("reclaims the volume of a deleted claim by its policy", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		vols := map[string]corev1.PersistentVolumeReclaimPolicy{
 			"retain": corev1.PersistentVolumeReclaimRetain, "delete-csi": corev1.PersistentVolumeReclaimDelete,
 			"delete-nfs": corev1.PersistentVolumeReclaimDelete, "recycle": corev1.PersistentVolumeReclaimRecycle,
@@ -174,28 +175,34 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 			expectBound(ctx, ns, name, ns+"-"+name, true, true)
 		}
 		bound := getVolume(ctx, ns+"-retain")(Default).Status.LastPhaseTransitionTime
-		time.Sleep(1100 * time.Millisecond) // lastPhaseTransitionTime has a one-second resolution
+		// lastPhaseTransitionTime has a one-second resolution and comes from the API server's
+		// clock: wait until that clock has passed the Bound transition, so the next one is later.
+		Eventually(func(g Gomega) {
+			probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "clock-"}}
+			g.Expect(env.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			g.Expect(probe.CreationTimestamp.After(bound.Time)).To(BeTrue())
+		}).Should(Succeed())
 		for name := range vols {
 			removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, types.NamespacedName{Namespace: ns, Name: name})
 		}
 
 		By("Retain: Released, and kept")
-		Eventually(volumePhase(ctx, ns+"-retain")).WithTimeout(timeout).Should(Equal(corev1.VolumeReleased))
+		Eventually(volumePhase(ctx, ns+"-retain")).Should(Equal(corev1.VolumeReleased))
 		retained := getVolume(ctx, ns+"-retain")(Default)
 		Expect(retained.Status.LastPhaseTransitionTime.After(bound.Time)).To(BeTrue())
 		Expect(retained.Spec.ClaimRef).NotTo(BeNil(), "a released volume keeps its claimRef until an administrator clears it")
 
 		By("Delete by an external driver: Released, left to the driver")
-		Eventually(volumePhase(ctx, ns+"-delete-csi")).WithTimeout(timeout).Should(Equal(corev1.VolumeReleased))
+		Eventually(volumePhase(ctx, ns+"-delete-csi")).Should(Equal(corev1.VolumeReleased))
 
 		By("Delete of an in-tree volume kcm has no plugin for: Failed")
-		Eventually(volumePhase(ctx, ns+"-delete-nfs")).WithTimeout(timeout).Should(Equal(corev1.VolumeFailed))
+		Eventually(volumePhase(ctx, ns+"-delete-nfs")).Should(Equal(corev1.VolumeFailed))
 		msg := fmt.Sprintf("error getting deleter volume plugin for volume %q: no deletable volume plugin matched", ns+"-delete-nfs")
 		expectEvent(ctx, "PersistentVolume", ns+"-delete-nfs", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedDelete, msg)
 		Expect(getVolume(ctx, ns+"-delete-nfs")(Default).Status.Message).To(Equal(msg))
 
 		By("Recycle: no recycler, Failed")
-		Eventually(volumePhase(ctx, ns+"-recycle")).WithTimeout(timeout).Should(Equal(corev1.VolumeFailed))
+		Eventually(volumePhase(ctx, ns+"-recycle")).Should(Equal(corev1.VolumeFailed))
 		expectEvent(ctx, "PersistentVolume", ns+"-recycle", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
 			"No recycler plugin found for the volume!")
 
@@ -211,14 +218,14 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	})
 
 	It("marks a claim Lost when its bound volume is deleted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		createVolume(ctx, ns+"-doomed", ns, "1Gi")
 		createClaim(ctx, ns, "orphaned", ptr.To(ns), "1Gi")
 		expectBound(ctx, ns, "orphaned", ns+"-doomed", true, true)
 
 		deleteVolume(ctx, ns+"-doomed")
-		Eventually(isNotFound(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-doomed"}})).WithTimeout(timeout).Should(BeTrue())
-		Eventually(claimPhase(ctx, ns, "orphaned")).WithTimeout(timeout).Should(Equal(corev1.ClaimLost))
+		Eventually(isNotFound(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-doomed"}})).Should(BeTrue())
+		Eventually(claimPhase(ctx, ns, "orphaned")).Should(Equal(corev1.ClaimLost))
 		expectEvent(ctx, "PersistentVolumeClaim", "orphaned", corev1.EventTypeWarning, pvbinder.ReasonClaimLost,
 			"Bound claim has lost its PersistentVolume. Data on the volume is lost!")
 		c := getClaim(ctx, ns, "orphaned")(Default)
@@ -228,7 +235,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	})
 
 	It("undoes the controller's binding of a volume to a claim bound elsewhere, and marks a claim whose volume was given away Misbound", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pvb")
 		createVolume(ctx, ns+"-first", ns, "1Gi", withLabel("for", "first"))
 		first := createClaim(ctx, ns, "first", ptr.To(ns), "1Gi", selecting("for", "first"))
 		expectBound(ctx, ns, "first", ns+"-first", true, true)
@@ -243,7 +250,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 			g.Expect(v.Spec.ClaimRef).To(BeNil())
 			g.Expect(v.Annotations).NotTo(HaveKey("pv.kubernetes.io/bound-by-controller"))
 			g.Expect(v.Status.Phase).To(Equal(corev1.VolumeAvailable))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the first claim's volume bound to another claim instead")
 		second := createClaim(ctx, ns, "second", ptr.To(ns), "1Gi", selecting("for", "nothing"))
@@ -251,8 +258,8 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 			v := getVolume(ctx, ns+"-first")(Default)
 			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: "second", UID: second.UID}
 			return env.Client.Update(ctx, v)
-		}).WithTimeout(timeout).Should(Succeed())
-		Eventually(claimPhase(ctx, ns, "first")).WithTimeout(timeout).Should(Equal(corev1.ClaimLost))
+		}).Should(Succeed())
+		Eventually(claimPhase(ctx, ns, "first")).Should(Equal(corev1.ClaimLost))
 		expectEvent(ctx, "PersistentVolumeClaim", "first", corev1.EventTypeWarning, pvbinder.ReasonClaimMisbound,
 			"Two claims are bound to the same volume, this one is bound incorrectly")
 		expectBound(ctx, ns, "second", ns+"-first", true, true)

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -77,13 +78,12 @@ func (r *claimReconciler) syncUnboundClaim(ctx context.Context, claim *corev1.Pe
 		// An assigned class brings the claim back with its update.
 		return err
 	}
-	_, selected := claim.Annotations[AnnSelectedNode]
 	switch {
-	case delayBinding && !selected:
+	case delayBinding && !storagehelpers.IsDelayBindingProvisioning(claim):
 		if err := r.waitForFirstConsumer(ctx, claim); err != nil {
 			return err
 		}
-	case ClaimClass(claim) != "":
+	case storagehelpers.GetPersistentVolumeClaimClass(claim) != "":
 		// The provisioner (or the administrator) creates a volume; its event brings the
 		// claim back.
 		return r.provision(ctx, claim, class)
@@ -116,7 +116,7 @@ func (r *claimReconciler) syncPreBoundClaim(ctx context.Context, claim *corev1.P
 			return err
 		}
 		return r.bind(ctx, v, claim)
-	case IsVolumeBoundToClaim(v, claim):
+	case storagehelpers.IsVolumeBoundToClaim(v, claim):
 		// The volume names the claim too: finish the binding (the claimRef gets the UID).
 		return r.bind(ctx, v, claim)
 	default:
@@ -159,7 +159,7 @@ func (r *claimReconciler) syncBoundClaim(ctx context.Context, claim *corev1.Pers
 // classOf returns the claim's StorageClass from the cache, nil when it has none or the class
 // does not exist.
 func (r *claimReconciler) classOf(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
-	name := ClaimClass(claim)
+	name := storagehelpers.GetPersistentVolumeClaimClass(claim)
 	if name == "" {
 		return nil, nil
 	}
@@ -210,7 +210,7 @@ func (r *claimReconciler) listVolumes(ctx context.Context) ([]*corev1.Persistent
 // assignDefaultClass gives a claim that left its class unset (nil, not "") the default
 // StorageClass, retroactively as upstream: the newest default class, by name on a tie.
 func (r *claimReconciler) assignDefaultClass(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if claimHasClass(claim) {
+	if storagehelpers.PersistentVolumeClaimHasClass(claim) {
 		return false, nil
 	}
 	list := &storagev1.StorageClassList{}

@@ -207,41 +207,6 @@ func TestCheckVolumeSatisfiesClaim(t *testing.T) {
 	}
 }
 
-func TestNodeAffinityAdmits(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a", "gen": "5"}}}
-	term := func(exprs []corev1.NodeSelectorRequirement, fields []corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
-		return corev1.NodeSelectorTerm{MatchExpressions: exprs, MatchFields: fields}
-	}
-	req := func(key string, op corev1.NodeSelectorOperator, values ...string) []corev1.NodeSelectorRequirement {
-		return []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}
-	}
-	tests := []struct {
-		name  string
-		terms []corev1.NodeSelectorTerm
-		want  bool
-	}{
-		{"in", []corev1.NodeSelectorTerm{term(req("zone", corev1.NodeSelectorOpIn, "a", "b"), nil)}, true},
-		{"not in", []corev1.NodeSelectorTerm{term(req("zone", corev1.NodeSelectorOpNotIn, "a"), nil)}, false},
-		{"exists", []corev1.NodeSelectorTerm{term(req("gen", corev1.NodeSelectorOpExists), nil)}, true},
-		{"does not exist", []corev1.NodeSelectorTerm{term(req("gen", corev1.NodeSelectorOpDoesNotExist), nil)}, false},
-		{"gt", []corev1.NodeSelectorTerm{term(req("gen", corev1.NodeSelectorOpGt, "4"), nil)}, true},
-		{"lt", []corev1.NodeSelectorTerm{term(req("gen", corev1.NodeSelectorOpLt, "4"), nil)}, false},
-		{"field name", []corev1.NodeSelectorTerm{term(nil, req("metadata.name", corev1.NodeSelectorOpIn, "n1"))}, true},
-		{"terms are ORed", []corev1.NodeSelectorTerm{term(req("zone", corev1.NodeSelectorOpIn, "b"), nil), term(req("zone", corev1.NodeSelectorOpIn, "a"), nil)}, true},
-		{"expressions and fields are ANDed", []corev1.NodeSelectorTerm{term(req("zone", corev1.NodeSelectorOpIn, "a"), req("metadata.name", corev1.NodeSelectorOpIn, "n2"))}, false},
-		{"empty term matches nothing", []corev1.NodeSelectorTerm{{}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := pv("v", "1Gi")
-			v.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: tt.terms}}
-			if got, _ := NodeAffinityAdmits(v, node); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestDefaultClass(t *testing.T) {
 	at := func(name string, age time.Duration, def bool) storagev1.StorageClass {
 		c := storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(1000, 0).Add(-age))}}

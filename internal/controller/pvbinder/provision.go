@@ -11,6 +11,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // migratedPlugins are the in-tree plugins whose volumes CSI drivers now provision and delete
@@ -53,7 +54,7 @@ func (r *claimReconciler) provision(ctx context.Context, claim *corev1.Persisten
 	}
 	if class == nil {
 		// Worded as upstream's lister reports it (singular resource).
-		err := apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclass"}, ClaimClass(claim))
+		err := apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclass"}, storagehelpers.GetPersistentVolumeClaimClass(claim))
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", err.Error())
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,33 +24,14 @@ import (
 var env *testenv.Env
 
 func TestPVBinder(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "persistentvolume-binder-controller suite")
+	testenv.RunSuite(t, "persistentvolume-binder-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
 	// A short resync: a claim finds a volume that became Available, or a pod that waits for
 	// it, on the periodic sync as upstream.
-	env, err = testenv.Start([]string{"persistentvolume-binder-controller"}, "--pvclaimbinder-sync-period=2s")
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStart([]string{"persistentvolume-binder-controller"}, "--pvclaimbinder-sync-period=2s")
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-const timeout = 30 * time.Second
-
-// newNamespace creates a namespace for one spec; its name also serves as the spec's class
-// name, so that the cluster-wide volumes of one spec never fit another's claims.
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pvb-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 type volOpt func(*corev1.PersistentVolume)
 
@@ -77,7 +57,7 @@ func createVolume(ctx context.Context, name, class, size string, opts ...volOpt)
 	Expect(env.Client.Create(ctx, v)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { deleteVolume(ctx, name) })
 	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID == "" {
-		Eventually(volumePhase(ctx, name)).WithTimeout(timeout).Should(Equal(corev1.VolumeAvailable))
+		Eventually(volumePhase(ctx, name)).Should(Equal(corev1.VolumeAvailable))
 	}
 	return v
 }
@@ -135,7 +115,7 @@ func removeFinalizers(ctx context.Context, obj client.Object, key types.Namespac
 		}
 		obj.SetFinalizers(nil)
 		return client.IgnoreNotFound(env.Client.Update(ctx, obj))
-	}).WithTimeout(timeout).Should(Succeed())
+	}).Should(Succeed())
 }
 
 type claimOpt func(*corev1.PersistentVolumeClaim)
@@ -217,7 +197,7 @@ func expectBound(ctx context.Context, ns, claimName, volume string, claimByContr
 		g.Expect(v.Status.LastPhaseTransitionTime).NotTo(BeNil())
 		g.Expect(c.Annotations).To(haveKeyIf(claimByController, "pv.kubernetes.io/bound-by-controller"))
 		g.Expect(v.Annotations).To(haveKeyIf(volumeByController, "pv.kubernetes.io/bound-by-controller"))
-	}).WithTimeout(timeout).Should(Succeed())
+	}).Should(Succeed())
 }
 
 func haveKeyIf(want bool, key string) OmegaMatcher {
@@ -241,7 +221,7 @@ func expectEvent(ctx context.Context, kind, name, eventType, reason, note string
 			}
 		}
 		return seen
-	}).WithTimeout(timeout).Should(ContainElement(fmt.Sprintf("%s %s: %s", eventType, reason, note)))
+	}).Should(ContainElement(fmt.Sprintf("%s %s: %s", eventType, reason, note)))
 }
 
 func eventReasons(ctx context.Context, kind, name string) []string {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,7 +55,7 @@ func (r *volumeReconciler) syncVolume(ctx context.Context, v *corev1.PersistentV
 		}
 		return r.reclaim(ctx, v)
 	case claim.Spec.VolumeName == "":
-		if volumeModeMismatch(claim, v) {
+		if storagehelpers.CheckVolumeModeMismatches(&claim.Spec, &v.Spec) {
 			// The claim's sync will never pick this volume.
 			r.Recorder.Eventf(v, nil, corev1.EventTypeWarning, ReasonVolumeMismatch, "Binding",
 				"Cannot bind PersistentVolume to requested PersistentVolumeClaim %q due to incompatible volumeMode.", claim.Name)

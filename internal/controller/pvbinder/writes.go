@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -42,7 +43,7 @@ func (b *Binder) bindVolumeToClaim(ctx context.Context, v *corev1.PersistentVolu
 		}
 		dirty = true
 	}
-	if !IsVolumeBoundToClaim(v, claim) && !metav1.HasAnnotation(clone.ObjectMeta, AnnBoundByController) {
+	if !storagehelpers.IsVolumeBoundToClaim(v, claim) && !metav1.HasAnnotation(clone.ObjectMeta, AnnBoundByController) {
 		metav1.SetMetaDataAnnotation(&clone.ObjectMeta, AnnBoundByController, "yes")
 		dirty = true
 	}
