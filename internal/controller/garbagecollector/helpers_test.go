@@ -20,12 +20,6 @@ import (
 // holdFinalizer keeps a deleted object readable until the spec lets it go.
 const holdFinalizer = "kcm.test/hold"
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gc-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 // refTo is an owner reference to obj; block sets blockOwnerDeletion.
 func refTo(obj client.Object, block bool) metav1.OwnerReference {
 	gvk, err := apiutil.GVKForObject(obj, env.Client.Scheme())

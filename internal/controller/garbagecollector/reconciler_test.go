@@ -24,7 +24,7 @@ var _ = Describe("garbage-collector-controller", func() {
 	)
 	BeforeEach(func() {
 		ctx = context.Background()
-		ns = newNamespace(ctx)
+		ns = env.Namespace(ctx, "gc")
 	})
 
 	It("collects a deleted Deployment's ReplicaSet and pods in the background", func() {
@@ -166,7 +166,7 @@ var _ = Describe("garbage-collector-controller", func() {
 		valid := configMap(ctx, ns, "valid", refTo(owner, false))
 		// The owner must be in the graph before the invalid reference arrives, as upstream.
 		Eventually(func(g Gomega) { g.Expect(exists(g, valid)).To(BeTrue()) }).Should(Succeed())
-		otherNS := newNamespace(ctx)
+		otherNS := env.Namespace(ctx, "gc")
 		invalid := configMap(ctx, otherNS, "invalid", refTo(owner, false))
 
 		Eventually(func(g Gomega) {

@@ -20,11 +20,7 @@ var _ = Describe("legacy-serviceaccount-token-cleaner-controller", func() {
 	today := func() string { return time.Now().UTC().Format("2006-01-02") }
 	yesterday := func() string { return time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02") }
 
-	BeforeEach(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "legacy-token-"}}
-		Expect(env.Client.Create(ctx, n)).To(Succeed())
-		ns = n.Name
-	})
+	BeforeEach(func() { ns = env.Namespace(ctx, "legacy-token") })
 
 	// newToken makes a token as the API server used to: listed in its ServiceAccount's
 	// secrets (unless listed is false), with the given labels.

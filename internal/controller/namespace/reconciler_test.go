@@ -35,7 +35,7 @@ var _ = Describe("namespace-controller", func() {
 	BeforeEach(func() { crdOnce.Do(func() { installCronTabCRD(ctx) }) })
 
 	It("deletes every object of every resource in a deleted namespace, custom resources included, then the namespace", func() {
-		ns, sibling := newNamespace(ctx), newNamespace(ctx)
+		ns, sibling := env.Namespace(ctx, "ns"), env.Namespace(ctx, "ns")
 		for i := range 3 {
 			create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}})
 		}
@@ -68,7 +68,7 @@ var _ = Describe("namespace-controller", func() {
 	})
 
 	It("keeps a namespace whose content a finalizer holds, reporting what remains, and removes it once released", func() {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ns")
 		heldCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{hold}}}
 		create(ctx, heldCM)
 		heldCT := newCronTab(ns, "held")
@@ -107,7 +107,7 @@ var _ = Describe("namespace-controller", func() {
 	})
 
 	It("deletes pods first and waits for their grace period before deleting the rest", func() {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ns")
 		// Bound to a node, a pod is deleted gracefully; with no kubelet it stays Terminating
 		// until the test, playing the kubelet, removes it.
 		pod := newPod(ns, "bound")
@@ -125,7 +125,7 @@ var _ = Describe("namespace-controller", func() {
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		Expect(pod.DeletionTimestamp).NotTo(BeNil())
 		// Nothing else is deleted while a pod remains.
-		Consistently(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }, 2*time.Second).Should(Succeed())
+		Consistently(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(Succeed())
 
 		Expect(env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(func() bool { return namespaceGone(ctx, ns) }).Should(BeTrue())
@@ -133,25 +133,19 @@ var _ = Describe("namespace-controller", func() {
 	})
 
 	It("deletes a namespace holding 1,000 ConfigMaps in well under a minute at the default client rates", func() {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ns")
 		createConfigMaps(ctx, ns, 1000)
 		Expect(count(ctx, &corev1.ConfigMapList{}, ns)).To(Equal(1000))
 
 		start := time.Now()
 		deleteNamespace(ctx, ns)
-		Eventually(func() bool { return namespaceGone(ctx, ns) }, time.Minute, 100*time.Millisecond).Should(BeTrue())
+		Eventually(func() bool { return namespaceGone(ctx, ns) }, time.Minute).Should(BeTrue())
 		elapsed := time.Since(start)
 		AddReportEntry("namespace with 1,000 ConfigMaps: delete to gone (includes upstream's 5s grace)", elapsed.Round(10*time.Millisecond).String())
 		Expect(elapsed).To(BeNumerically("<", time.Minute))
 		Expect(count(ctx, &corev1.ConfigMapList{}, ns)).To(BeZero())
 	})
 })
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ns-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func create(ctx context.Context, obj client.Object) {
 	GinkgoHelper()

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
@@ -24,11 +23,6 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 		g.Expect(cm.Annotations).To(HaveKeyWithValue(rootcapublisher.DescriptionAnnotation, rootcapublisher.Description))
 		return cm
 	}
-	newNamespace := func() string {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rootca-"}}
-		Expect(env.Client.Create(ctx, ns)).To(Succeed())
-		return ns.Name
-	}
 
 	It("publishes the --root-ca-file bundle into the namespaces that existed before it started", func() {
 		for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -37,12 +31,12 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 	})
 
 	It("publishes into a new namespace", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "rootca")
 		Eventually(func(g Gomega) { published(g, ns) }).Should(Succeed())
 	})
 
 	It("reverts edits to the data and keeps other annotations and labels", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "rootca")
 		var cm *corev1.ConfigMap
 		Eventually(func(g Gomega) { cm = published(g, ns) }).Should(Succeed())
 
@@ -57,7 +51,7 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 	})
 
 	It("restores the description annotation when it is removed", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "rootca")
 		var cm *corev1.ConfigMap
 		Eventually(func(g Gomega) { cm = published(g, ns) }).Should(Succeed())
 		delete(cm.Annotations, rootcapublisher.DescriptionAnnotation)
@@ -66,7 +60,7 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 	})
 
 	It("recreates the ConfigMap when it is deleted", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "rootca")
 		var cm *corev1.ConfigMap
 		Eventually(func(g Gomega) { cm = published(g, ns) }).Should(Succeed())
 		Expect(env.Client.Delete(ctx, cm)).To(Succeed())

@@ -24,11 +24,7 @@ var _ = Describe("serviceaccount-token-controller", func() {
 	ctx := context.Background()
 	var ns string
 
-	BeforeEach(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sa-token-"}}
-		Expect(env.Client.Create(ctx, n)).To(Succeed())
-		ns = n.Name
-	})
+	BeforeEach(func() { ns = env.Namespace(ctx, "sa-token") })
 
 	newServiceAccount := func(name string, secrets ...string) *corev1.ServiceAccount {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,14 +24,10 @@ var (
 )
 
 func TestServiceAccountTokenController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "serviceaccount-token-controller suite")
+	testenv.RunSuite(t, "serviceaccount-token-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	// Generous: the machine is shared; nothing here asserts speed.
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	var err error
 	key, err = rsa.GenerateKey(rand.Reader, 2048)
 	Expect(err).NotTo(HaveOccurred())
@@ -41,12 +36,5 @@ var _ = BeforeSuite(func() {
 	Expect(os.WriteFile(path, pem.EncodeToMemory(block), 0o600)).To(Succeed())
 	keyFlag = "--service-account-private-key-file=" + path
 
-	env, err = testenv.Start([]string{serviceaccounttoken.ControllerName}, keyFlag)
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env = testenv.MustStart([]string{serviceaccounttoken.ControllerName}, keyFlag)
 })
