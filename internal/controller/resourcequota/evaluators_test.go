@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -24,7 +25,7 @@ func rl(pairs ...string) corev1.ResourceList {
 // sameResources fails the test unless got holds exactly want's resources with equal quantities.
 func sameResources(t *testing.T, got, want corev1.ResourceList) {
 	t.Helper()
-	if !equalResources(got, want) {
+	if !quota.Equals(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
@@ -113,7 +114,6 @@ func TestPodCharged(t *testing.T) {
 }
 
 func TestPodUsage(t *testing.T) {
-	always := ptr.To(corev1.ContainerRestartPolicyAlways)
 	tests := []struct {
 		name string
 		pod  corev1.Pod
@@ -134,26 +134,6 @@ func TestPodUsage(t *testing.T) {
 				"cpu", "350m", "requests.cpu", "350m", "limits.cpu", "700m",
 				"memory", "64Mi", "requests.memory", "64Mi", "limits.memory", "128Mi",
 				"ephemeral-storage", "1Gi", "requests.ephemeral-storage", "1Gi", "limits.ephemeral-storage", "2Gi"),
-		},
-		{
-			name: "an init container asking more than the containers sets the request",
-			pod: corev1.Pod{Spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{container("init", rl("cpu", "1"), nil)},
-				Containers:     []corev1.Container{container("a", rl("cpu", "100m", "memory", "1Gi"), nil)},
-			}},
-			want: rl("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1", "memory", "1Gi", "requests.memory", "1Gi"),
-		},
-		{
-			name: "sidecars add up and run beside later init containers",
-			pod: corev1.Pod{Spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{
-					{Name: "sidecar", RestartPolicy: always, Resources: corev1.ResourceRequirements{Requests: rl("cpu", "200m")}},
-					container("init", rl("cpu", "500m"), nil),
-				},
-				Containers: []corev1.Container{container("a", rl("cpu", "100m"), nil)},
-			}},
-			// max(100m + 200m, 500m + 200m)
-			want: rl("count/pods", "1", "pods", "1", "cpu", "700m", "requests.cpu", "700m"),
 		},
 		{
 			name: "overhead added to requests, and to limits that are set",

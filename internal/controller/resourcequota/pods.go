@@ -1,12 +1,15 @@
 package resourcequota
 
 import (
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // podCharged reports whether a pod's compute resources are charged to quota at now, and
@@ -34,7 +37,7 @@ func podUsage(pod *corev1.Pod, now time.Time) corev1.ResourceList {
 	if charged, _ := podCharged(pod, now); !charged {
 		return out
 	}
-	return addResources(out, computeUsage(podRequests(pod), podLimits(pod)))
+	return quota.Add(out, computeUsage(resourcehelper.PodRequests(pod, podResourcesOptions), resourcehelper.PodLimits(pod, podResourcesOptions)))
 }
 
 // computeUsage turns a pod's requests and limits into quota resources.
@@ -66,141 +69,11 @@ func computeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// podLevelResources are the resources a pod may set for the whole pod.
-func isPodLevelResource(name corev1.ResourceName) bool {
-	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
-func hasPodLevel(list corev1.ResourceList) bool {
-	for name := range list {
-		if isPodLevelResource(name) {
-			return true
-		}
-	}
-	return false
-}
-
-// podRequests is the pod's effective request: containers and sidecars summed, the largest
-// init container step if more, resized resources (the most of spec, allocated and actual)
-// counted, pod-level requests overriding, and the pod overhead added.
-func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := aggregate(pod, func(c *corev1.Container, _ *corev1.ContainerStatus) corev1.ResourceList { return c.Resources.Requests })
-	allocated := aggregate(pod, func(c *corev1.Container, cs *corev1.ContainerStatus) corev1.ResourceList {
-		if cs != nil && cs.AllocatedResources != nil {
-			return cs.AllocatedResources
-		}
-		if infeasible {
-			return nil
-		}
-		return c.Resources.Requests
-	})
-	actual := aggregate(pod, func(c *corev1.Container, cs *corev1.ContainerStatus) corev1.ResourceList {
-		switch {
-		case cs != nil && cs.Resources != nil && cs.Resources.Requests != nil:
-			return cs.Resources.Requests
-		case cs != nil && cs.AllocatedResources != nil:
-			return cs.AllocatedResources
-		case infeasible:
-			return nil
-		}
-		return c.Resources.Requests
-	})
-	var out corev1.ResourceList
-	if infeasible {
-		out = maxResources(actual, allocated)
-	} else {
-		out = maxResources(spec, actual, allocated)
-	}
-	if pod.Spec.Resources != nil && hasPodLevel(pod.Spec.Resources.Requests) {
-		for name, q := range pod.Spec.Resources.Requests {
-			if isPodLevelResource(name) {
-				out[name] = q
-			}
-		}
-	}
-	return addResources(out, pod.Spec.Overhead)
-}
-
-// podLimits is the pod's effective limit, as podRequests; the overhead is only added to
-// limits that are set.
-func podLimits(pod *corev1.Pod) corev1.ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := aggregate(pod, func(c *corev1.Container, _ *corev1.ContainerStatus) corev1.ResourceList { return c.Resources.Limits })
-	actual := aggregate(pod, func(c *corev1.Container, cs *corev1.ContainerStatus) corev1.ResourceList {
-		if cs != nil && cs.Resources != nil && cs.Resources.Limits != nil {
-			return cs.Resources.Limits
-		}
-		if infeasible {
-			return nil
-		}
-		return c.Resources.Limits
-	})
-	out := actual
-	if !infeasible {
-		out = maxResources(spec, actual)
-	}
-	if pod.Spec.Resources != nil && (hasPodLevel(pod.Spec.Resources.Requests) || hasPodLevel(pod.Spec.Resources.Limits)) {
-		for name, q := range pod.Spec.Resources.Limits {
-			if isPodLevelResource(name) {
-				out[name] = q
-			}
-		}
-	}
-	for name, q := range pod.Spec.Overhead {
-		if v, ok := out[name]; ok && !v.IsZero() {
-			v.Add(q)
-			out[name] = v
-		}
-	}
-	return out
-}
-
-// aggregate sums what of returns for the pod's containers and sidecars (restartable init
-// containers), and takes the larger of that and each init container's step (the init
-// container with the sidecars started before it).
-func aggregate(pod *corev1.Pod, of func(*corev1.Container, *corev1.ContainerStatus) corev1.ResourceList) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		sum = addResources(sum, of(c, containerStatus(pod.Status.ContainerStatuses, c.Name)))
-	}
-	sidecars, initMax := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		r := of(c, containerStatus(pod.Status.InitContainerStatuses, c.Name))
-		var step corev1.ResourceList
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum = addResources(sum, r)
-			sidecars = addResources(sidecars, r)
-			step = sidecars
-		} else {
-			step = addResources(addResources(corev1.ResourceList{}, r), sidecars)
-		}
-		initMax = maxResources(initMax, step)
-	}
-	return maxResources(sum, initMax)
-}
-
-func containerStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
-	for i := range statuses {
-		if statuses[i].Name == name {
-			return &statuses[i]
-		}
-	}
-	return nil
-}
-
-// resizeInfeasible reports whether the kubelet found the pod's pending resize infeasible:
-// then the spec does not count, only what was allocated.
-func resizeInfeasible(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodResizePending {
-			return c.Reason == corev1.PodReasonInfeasible
-		}
-	}
-	return false
-}
+// podResourcesOptions are upstream's options for a pod's effective requests and limits:
+// resized resources count (InPlacePodVerticalScaling is GA), and pod-level resources
+// override the containers' (PodLevelResources, beta and on by default). The overhead is
+// included.
+var podResourcesOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true}
 
 // bestEffort reports whether the pod is of the BestEffort QoS class: no container (nor the
 // pod) requests or limits cpu or memory.
@@ -208,8 +81,8 @@ func bestEffort(pod *corev1.Pod) bool {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass == corev1.PodQOSBestEffort
 	}
-	if r := pod.Spec.Resources; r != nil && (hasPodLevel(r.Requests) || hasPodLevel(r.Limits)) {
-		return !setsCompute(r)
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		return !setsCompute(pod.Spec.Resources)
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
@@ -315,7 +188,8 @@ func podUpdateMatters(old, cur *corev1.Pod, now time.Time) bool {
 func resourcesResized(old, cur *corev1.Pod) bool {
 	changed := func(olds, curs []corev1.ContainerStatus) bool {
 		for i := range olds {
-			if c := containerStatus(curs, olds[i].Name); c != nil && !equality.Semantic.DeepEqual(olds[i].Resources, c.Resources) {
+			j := slices.IndexFunc(curs, func(c corev1.ContainerStatus) bool { return c.Name == olds[i].Name })
+			if j >= 0 && !equality.Semantic.DeepEqual(olds[i].Resources, curs[j].Resources) {
 				return true
 			}
 		}

@@ -32,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 const (
@@ -102,7 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if statusChanged(rq, st) {
 		orig := rq.DeepCopy()
 		rq.Status = st
-		if err := r.Client.Status().Patch(ctx, rq, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		// Optimistic: admission charges creations into status.used between our read and
+		// write; overwriting its charge would let the namespace exceed the quota.
+		if err := patch.Status(ctx, r.Client, rq, orig, patch.Optimistic); err != nil {
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil
 			}

@@ -22,7 +22,7 @@ import (
 var _ = Describe("resourcequota-controller", func() {
 	ctx := context.Background()
 	var ns string
-	BeforeEach(func() { ns = newNamespace(ctx) })
+	BeforeEach(func() { ns = env.Namespace(ctx, "rq") })
 
 	It("fills status.hard promptly for a new quota, and follows changes to spec.hard", func() {
 		create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "existing"}})
@@ -205,15 +205,9 @@ func restartManager(args ...string) {
 	Expect(env.StopManager()).To(Succeed())
 	Expect(env.StartManager([]string{resourcequota.ControllerName}, args...)).To(Succeed())
 	ctx := context.Background()
-	probe := newQuota(newNamespace(ctx), "probe", rl("pods", "1"))
+	probe := newQuota(env.Namespace(ctx, "rq"), "probe", rl("pods", "1"))
 	create(ctx, probe)
 	expectUsed(ctx, probe, "pods", "0")
-}
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rq-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
 }
 
 func create(ctx context.Context, obj client.Object) {

@@ -7,51 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	quota "k8s.io/apiserver/pkg/quota/v1"
 )
-
-// addResources returns a new list with a and b summed.
-func addResources(a, b corev1.ResourceList) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(a)+len(b))
-	for name, q := range a {
-		out[name] = q.DeepCopy()
-	}
-	for name, q := range b {
-		if v, ok := out[name]; ok {
-			v.Add(q)
-			out[name] = v
-		} else {
-			out[name] = q.DeepCopy()
-		}
-	}
-	return out
-}
-
-// maxResources returns a new list with the largest quantity of each resource in lists.
-func maxResources(lists ...corev1.ResourceList) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, l := range lists {
-		for name, q := range l {
-			if v, ok := out[name]; !ok || q.Cmp(v) > 0 {
-				out[name] = q.DeepCopy()
-			}
-		}
-	}
-	return out
-}
-
-// equalResources reports whether two lists hold the same resources with equal quantities.
-func equalResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		v, ok := b[name]
-		if !ok || q.Cmp(v) != 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // scopeSelectors are a quota's scopes and scope selector as one list of requirements, all
 // of which an object must meet to be charged to it.
@@ -123,12 +80,7 @@ func sumUsage[T any](items []T, selectors []corev1.ScopedResourceSelectorRequire
 		if !match {
 			continue
 		}
-		for name, q := range usage(item) {
-			if v, ok := out[name]; ok {
-				v.Add(q)
-				out[name] = v
-			}
-		}
+		out = quota.Add(out, quota.Mask(usage(item), names))
 	}
 	return out, nil
 }
@@ -145,27 +97,23 @@ func countUsage(n int, selectors []corev1.ScopedResourceSelectorRequirement, nam
 	return out
 }
 
-// newStatus is the quota status to write: hard from spec, and used for exactly the hard
-// resources, from what was measured, else as last observed (e.g. charged by admission for
-// resources kcm cannot count).
+// newStatus is the quota status to write, as upstream's syncResourceQuota: hard from spec,
+// and used for exactly the hard resources, from what was measured, else as last observed
+// (e.g. charged by admission for resources kcm cannot count).
 func newStatus(rq *corev1.ResourceQuota, measured corev1.ResourceList) corev1.ResourceQuotaStatus {
-	st := corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{}, Used: corev1.ResourceList{}}
-	for name, q := range rq.Spec.Hard {
-		st.Hard[name] = q.DeepCopy()
-		if m, ok := measured[name]; ok {
-			st.Used[name] = m.DeepCopy()
-		} else if u, ok := rq.Status.Used[name]; ok {
-			st.Used[name] = u.DeepCopy()
-		}
+	used := quota.Add(corev1.ResourceList{}, rq.Status.Used)
+	for name, q := range measured {
+		used[name] = q
 	}
-	return st
+	hard := quota.Add(corev1.ResourceList{}, rq.Spec.Hard)
+	return corev1.ResourceQuotaStatus{Hard: hard, Used: quota.Mask(used, quota.ResourceNames(hard))}
 }
 
 // statusChanged reports whether the new status must be written: hard differs from spec,
 // status was never written, or used changed.
 func statusChanged(rq *corev1.ResourceQuota, st corev1.ResourceQuotaStatus) bool {
 	return !equality.Semantic.DeepEqual(rq.Spec.Hard, rq.Status.Hard) || rq.Status.Hard == nil || rq.Status.Used == nil ||
-		!equalResources(st.Used, rq.Status.Used)
+		!quota.Equals(st.Used, rq.Status.Used)
 }
 
 // missingUsage reports whether a quota waits for its first sync: hard is not yet in
