@@ -109,12 +109,24 @@ func maxRestarts(p *corev1.Pod) (regular, sidecar int32) {
 var phaseOrder = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
 
 // DeleteFirst reports whether pod a should be deleted before pod b when an owner scales
-// down, by upstream's ranking: unassigned before assigned; pending before unknown before
-// running; not ready before ready; lower deletion cost first; more co-located siblings
-// (rank) first; more recently ready first; more restarts first; newer first. Times are
-// compared in logarithmic buckets relative to now, so that pods of similar age are
-// chosen among at random (by UID) rather than always the very newest.
+// down, by upstream's ActivePodsWithRanks (ReplicaSets): unassigned before assigned;
+// pending before unknown before running; not ready before ready; lower deletion cost first;
+// more co-located siblings (rank) first; more recently ready first; more restarts first;
+// newer first. Times are compared in logarithmic buckets relative to now, so that pods of
+// similar age are chosen among at random (by UID) rather than always the very newest.
 func DeleteFirst(a, b *corev1.Pod, rankA, rankB int, now time.Time) bool {
+	return deleteFirst(a, b, true, rankA, rankB, now)
+}
+
+// ActiveFirst is upstream's ActivePods order (Jobs): DeleteFirst without the deletion cost
+// and the rank, with times compared exactly.
+func ActiveFirst(a, b *corev1.Pod) bool {
+	return deleteFirst(a, b, false, 0, 0, time.Time{})
+}
+
+// deleteFirst is both orders; withCost honours the pod-deletion-cost annotation, and a zero
+// now compares times exactly.
+func deleteFirst(a, b *corev1.Pod, withCost bool, rankA, rankB int, now time.Time) bool {
 	if a.Spec.NodeName != b.Spec.NodeName && (a.Spec.NodeName == "" || b.Spec.NodeName == "") {
 		return a.Spec.NodeName == ""
 	}
@@ -125,7 +137,7 @@ func DeleteFirst(a, b *corev1.Pod, rankA, rankB int, now time.Time) bool {
 	if readyA != readyB {
 		return !readyA
 	}
-	if ca, cb := DeletionCost(a), DeletionCost(b); ca != cb {
+	if ca, cb := DeletionCost(a), DeletionCost(b); withCost && ca != cb {
 		return ca < cb
 	}
 	if rankA != rankB {

@@ -70,6 +70,32 @@ func TestDeleteFirst(t *testing.T) {
 	}
 }
 
+// TestActiveFirst: upstream's ActivePods (Jobs) is DeleteFirst without the deletion cost
+// and the rank, with exact times.
+func TestActiveFirst(t *testing.T) {
+	tests := []struct {
+		name        string
+		first, then *corev1.Pod
+	}{
+		{name: "unassigned before assigned", first: newPod("a", onNode("")), then: newPod("b")},
+		{name: "pending before running", first: newPod("a", phase(corev1.PodPending)), then: newPod("b")},
+		{name: "not ready before ready", first: newPod("a"), then: newPod("b", readySince(time.Minute))},
+		{name: "deletion cost ignored: more restarts first", first: newPod("a", cost("100"), restarts(3)), then: newPod("b", restarts(1))},
+		{name: "ready more recently first", first: newPod("a", readySince(time.Minute)), then: newPod("b", readySince(time.Hour))},
+		{name: "exact ages: newer first even within a bucket", first: newPod("b", created(time.Hour)), then: newPod("a", created(time.Hour+time.Second))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !ActiveFirst(tt.first, tt.then) {
+				t.Errorf("%s should be deleted before %s", tt.first.Name, tt.then.Name)
+			}
+			if ActiveFirst(tt.then, tt.first) {
+				t.Errorf("ordering is not antisymmetric")
+			}
+		})
+	}
+}
+
 func TestAvailability(t *testing.T) {
 	ready := newPod("a", readySince(10*time.Second))
 	if !IsAvailable(ready, 0, now) || !IsAvailable(ready, 10, now) || IsAvailable(ready, 11, now) {

@@ -57,72 +57,10 @@ func firstPendingIndexes(s *syncState, count, completions int) []int {
 	return out
 }
 
-// deleteFirst orders pods for removal as upstream's ActivePods does for Jobs: unscheduled
-// before scheduled, pending before unknown before running, not ready before ready, more
-// recently ready first, more restarts first, newer first. Unlike ReplicaSets, Jobs ignore
-// the pod-deletion-cost annotation.
+// deleteFirst orders pods for removal as upstream's ActivePods does for Jobs (see
+// pod.ActiveFirst): unlike ReplicaSets, Jobs ignore the pod-deletion-cost annotation.
 func deleteFirst(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return lessValuable(pods[i], pods[j]) })
-}
-
-var phaseRank = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
-
-func lessValuable(a, b *corev1.Pod) bool {
-	if a.Spec.NodeName != b.Spec.NodeName && (a.Spec.NodeName == "" || b.Spec.NodeName == "") {
-		return a.Spec.NodeName == ""
-	}
-	if phaseRank[a.Status.Phase] != phaseRank[b.Status.Phase] {
-		return phaseRank[a.Status.Phase] < phaseRank[b.Status.Phase]
-	}
-	readyA, readyB := pod.IsReady(a), pod.IsReady(b)
-	if readyA != readyB {
-		return !readyA
-	}
-	if readyA {
-		ta, tb := pod.ReadyCondition(a).LastTransitionTime, pod.ReadyCondition(b).LastTransitionTime
-		if !ta.Equal(&tb) {
-			return newerOrZero(ta, tb)
-		}
-	}
-	regularA, sidecarA := restarts(a)
-	regularB, sidecarB := restarts(b)
-	if regularA != regularB {
-		return regularA > regularB
-	}
-	if sidecarA != sidecarB {
-		return sidecarA > sidecarB
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return newerOrZero(a.CreationTimestamp, b.CreationTimestamp)
-	}
-	return false
-}
-
-// newerOrZero orders a zero time first, then the later time.
-func newerOrZero(a, b metav1.Time) bool {
-	if a.IsZero() || b.IsZero() {
-		return a.IsZero()
-	}
-	return a.After(b.Time)
-}
-
-// restarts is the highest restart count of the regular containers and of the sidecars.
-func restarts(p *corev1.Pod) (regular, sidecar int32) {
-	for _, cs := range p.Status.ContainerStatuses {
-		regular = max(regular, cs.RestartCount)
-	}
-	sidecars := sets.New[string]()
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars.Insert(c.Name)
-		}
-	}
-	for _, cs := range p.Status.InitContainerStatuses {
-		if sidecars.Has(cs.Name) {
-			sidecar = max(sidecar, cs.RestartCount)
-		}
-	}
-	return regular, sidecar
+	sort.SliceStable(pods, func(i, j int) bool { return pod.ActiveFirst(pods[i], pods[j]) })
 }
 
 // activePodsForRemoval picks the active pods to delete: for an Indexed Job every pod

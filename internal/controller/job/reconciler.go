@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,8 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/expectations"
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/parallel"
+	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
 )
@@ -181,23 +184,16 @@ func (r *Reconciler) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "InvalidSelector", "Sync", "Invalid selector: %v", err)
 		return nil, reconcile.TerminalError(fmt.Errorf("invalid selector: %w", err))
 	}
-	var candidates []*corev1.Pod
+	controlled, orphanPods, err := owned.List[*corev1.Pod](ctx, r.Client, job, func() client.ObjectList { return &corev1.PodList{} })
+	if err != nil {
+		return nil, err
+	}
 	orphans := sets.New[types.UID]()
-	for _, owner := range []string{string(job.UID), index.Orphan} {
-		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingFields{index.ControllerUID: owner}); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			candidates = append(candidates, p)
-			if owner == index.Orphan {
-				orphans.Insert(p.UID)
-			}
-		}
+	for _, p := range orphanPods {
+		orphans.Insert(p.UID)
 	}
 	claimer := &ownership.Claimer{Client: r.Client, Fresh: r.APIReader, Owner: job, OwnerGVK: jobGVK, Selector: selector}
-	pods, err := ownership.Claim(ctx, claimer, candidates)
+	pods, err := ownership.Claim(ctx, claimer, append(controlled, orphanPods...))
 	if err != nil {
 		return nil, err
 	}
@@ -337,34 +333,24 @@ func (r *Reconciler) createPod(ctx context.Context, job *batchv1.Job, p *corev1.
 // pod. With releaseFinalizer the deletions are expected (see manageJob).
 func (r *Reconciler) deletePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod, releaseFinalizer bool) (int32, int32, error) {
 	key := client.ObjectKeyFromObject(job)
-	var (
-		mu                    sync.Mutex
-		deleted, deletedReady int32
-		firstErr              error
-		wg                    sync.WaitGroup
-	)
-	for _, p := range pods {
-		wg.Go(func() {
-			err := r.deletePod(ctx, job, p, releaseFinalizer)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && releaseFinalizer {
-				r.expectations.DeletionObserved(key, podKey(p))
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			deleted++
-			if err == nil && pod.IsReady(p) {
-				deletedReady++
-			}
-		})
-	}
-	wg.Wait()
-	return deleted, deletedReady, firstErr
+	var deleted, deletedReady atomic.Int32
+	// All at once, as upstream (at most MaxPodCreateDeletePerSync).
+	err := parallel.Do(ctx, len(pods), len(pods), func(ctx context.Context, i int) error {
+		p := pods[i]
+		err := r.deletePod(ctx, job, p, releaseFinalizer)
+		if err != nil && releaseFinalizer {
+			r.expectations.DeletionObserved(key, podKey(p))
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		deleted.Add(1)
+		if err == nil && pod.IsReady(p) {
+			deletedReady.Add(1)
+		}
+		return nil
+	})
+	return deleted.Load(), deletedReady.Load(), err
 }
 
 func (r *Reconciler) deletePod(ctx context.Context, job *batchv1.Job, p *corev1.Pod, releaseFinalizer bool) error {
@@ -431,31 +417,26 @@ func (r *Reconciler) removeFinalizers(ctx context.Context, key types.NamespacedN
 	}
 	r.finalizers.expect(key, uids...)
 	var (
-		mu       sync.Mutex
-		removed  []types.UID
-		firstErr error
-		wg       sync.WaitGroup
+		mu      sync.Mutex
+		removed []types.UID
 	)
-	for _, p := range pods {
-		wg.Go(func() {
-			err := r.removeFinalizer(ctx, p)
-			if err != nil {
-				// No update will show this removal.
-				r.finalizers.observed(key, p.UID)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && !apierrors.IsNotFound(err) {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("removing tracking finalizer from %s: %w", p.Name, err)
-				}
-				return
-			}
-			removed = append(removed, p.UID)
-		})
-	}
-	wg.Wait()
-	return removed, firstErr
+	// All at once, as upstream (at most the pods one status write records).
+	err := parallel.Do(ctx, len(pods), len(pods), func(ctx context.Context, i int) error {
+		p := pods[i]
+		err := r.removeFinalizer(ctx, p)
+		if err != nil {
+			// No update will show this removal.
+			r.finalizers.observed(key, p.UID)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing tracking finalizer from %s: %w", p.Name, err)
+		}
+		mu.Lock()
+		removed = append(removed, p.UID)
+		mu.Unlock()
+		return nil
+	})
+	return removed, err
 }
 
 // writeStatus patches the Job's status when it differs from orig, guarded by orig's
@@ -465,7 +446,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) er
 	if equality.Semantic.DeepEqual(orig.Status, job.Status) {
 		return nil
 	}
-	data, err := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}).Data(job)
+	// Optimistic: the counters add to what orig holds; written over a newer status they
+	// would count pods twice or lose them.
+	data, err := patch.From(orig, patch.Optimistic).Data(job)
 	if err != nil {
 		return err
 	}
@@ -505,7 +488,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&batchv1.Job{}, &jobHandler{r: r}).
-		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		Watches(&corev1.Pod{}, r.podHandler()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),

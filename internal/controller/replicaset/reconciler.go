@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +25,10 @@ import (
 
 	"github.com/kcm/kcm/internal/expectations"
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/parallel"
+	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
 )
@@ -71,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// Observe: the pods this owner controls, and the orphans it may adopt.
-	pods, err := r.candidatePods(ctx, rs)
+	pods, err := owned.Pods(ctx, r.Client, rs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -114,22 +116,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// candidatePods lists, from the cache, the pods the owner controls and the orphans of its
-// namespace.
-func (r *Reconciler) candidatePods(ctx context.Context, rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	for _, key := range []string{string(rs.UID), index.Orphan} {
-		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
-}
-
 // manageReplicas creates or deletes the difference between spec.replicas and active pods,
 // at most BurstReplicas at a time.
 func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
@@ -160,34 +146,21 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		}
 		r.expectations.ExpectDeletions(key, keys)
 		logger.V(2).Info("Too many replicas", "need", replicas(rs), "deleting", n)
-		var (
-			mu       sync.Mutex
-			firstErr error
-			wg       sync.WaitGroup
-		)
-		for _, p := range victims {
-			wg.Go(func() {
-				if err := pod.Delete(ctx, r.Client, r.Recorder, obj, p); err != nil {
-					r.expectations.DeletionObserved(key, podKey(p))
-					if !apierrors.IsNotFound(err) {
-						mu.Lock()
-						firstErr = cmpErr(firstErr, err)
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return firstErr
+		// All at once, as upstream (at most BurstReplicas).
+		return parallel.Do(ctx, len(victims), len(victims), func(ctx context.Context, i int) error {
+			p := victims[i]
+			err := pod.Delete(ctx, r.Client, r.Recorder, obj, p)
+			if err != nil {
+				// A deletion that failed will never be observed.
+				r.expectations.DeletionObserved(key, podKey(p))
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	}
 	return nil
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet) error {
@@ -242,7 +215,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, obj client.Object, rs *app
 	}
 	orig := obj.DeepCopyObject().(client.Object)
 	r.Kind.SetStatus(obj, status)
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+	// LastWriteWins: recomputed whole from the pods every sync; our write's event brings another.
+	if err := patch.Status(ctx, r.Client, obj, orig, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil
@@ -283,7 +257,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.ControllerName).
 		For(r.Kind.New()).
-		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		Watches(&corev1.Pod{}, r.podHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
