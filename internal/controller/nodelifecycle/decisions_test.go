@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/node/topology"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -160,14 +162,115 @@ func TestZones(t *testing.T) {
 			t.Errorf("%v: %s, want %s", s.ready, got, s.want)
 		}
 	}
-	rates := evictionRates{primary: 0.1, secondary: 0.01, largeClusterThreshold: 50}
+	rates := evictionRates{primary: 0.1, secondary: 0.01, largeClusterThreshold: 50, unhealthyZoneThreshold: 0.55}
 	if zoneRate(stateNormal, 10, rates) != 0.1 || zoneRate(stateFullDisruption, 10, rates) != 0.1 ||
 		zoneRate(statePartialDisruption, 51, rates) != 0.01 || zoneRate(statePartialDisruption, 50, rates) != 0 {
 		t.Errorf("zone rates are wrong")
 	}
+}
+
+// The zone key is upstream's (component-helpers' GetZoneKey), which prefers the deprecated
+// beta labels to the stable ones.
+func TestZoneKey(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{corev1.LabelTopologyRegion: "r", corev1.LabelTopologyZone: "z"}}}
-	if zoneKey(n) != "r:\x00:z" || zoneKey(&corev1.Node{}) != "" {
+	both := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		corev1.LabelTopologyRegion: "r", corev1.LabelTopologyZone: "z",
+		corev1.LabelFailureDomainBetaRegion: "old-r", corev1.LabelFailureDomainBetaZone: "old-z",
+	}}}
+	if topology.GetZoneKey(n) != "r:\x00:z" || topology.GetZoneKey(both) != "old-r:\x00:old-z" || topology.GetZoneKey(&corev1.Node{}) != "" {
 		t.Errorf("zone keys are wrong")
+	}
+}
+
+func TestPlanZones(t *testing.T) {
+	T, F, U := corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown
+	type ready = map[string][]corev1.ConditionStatus
+	type states = map[string]zoneState
+	type rates = map[string]float32
+	const primary, secondary = 10, 0.5
+	settings := evictionRates{primary: primary, secondary: secondary, largeClusterThreshold: 5, unhealthyZoneThreshold: 0.55}
+	allDown := states{"a": stateFullDisruption, "b": stateFullDisruption}
+	tests := []struct {
+		name    string
+		prev    states
+		ready   ready
+		want    states
+		rates   rates
+		mode    disruptionMode
+		changed []string
+	}{
+		{name: "no node at all: nothing", prev: states{}, ready: ready{}, want: states{}, rates: rates{}},
+		{name: "first pass, healthy: Initial to Normal at the primary rate",
+			prev: states{}, ready: ready{"a": {T, T}, "b": {T}},
+			want: states{"a": stateNormal, "b": stateNormal}, rates: rates{"a": primary, "b": primary}, changed: []string{"a", "b"}},
+		{name: "unchanged: no rate set",
+			prev: states{"a": stateNormal}, ready: ready{"a": {T, F}},
+			want: states{"a": stateNormal}, rates: rates{}},
+		{name: "partial disruption of a large zone: the secondary rate",
+			prev: states{"a": stateNormal, "b": stateNormal}, ready: ready{"a": {T, T, U, U, U, F}, "b": {T}},
+			want: states{"a": statePartialDisruption, "b": stateNormal}, rates: rates{"a": secondary}, changed: []string{"a"}},
+		{name: "partial disruption of a small zone (not above --large-cluster-size-threshold): no tainting",
+			prev: states{"a": stateNormal, "b": stateNormal}, ready: ready{"a": {T, U, U, U}, "b": {T}},
+			want: states{"a": statePartialDisruption, "b": stateNormal}, rates: rates{"a": 0}, changed: []string{"a"}},
+		{name: "two unready nodes are never a partial disruption",
+			prev: states{"a": stateNormal, "b": stateNormal}, ready: ready{"a": {T, F, U}, "b": {T}},
+			want: states{"a": stateNormal, "b": stateNormal}, rates: rates{}},
+		{name: "below --unhealthy-zone-threshold: normal",
+			prev: states{"a": stateNormal}, ready: ready{"a": {T, T, T, U, U, U}},
+			want: states{"a": stateNormal}, rates: rates{}},
+		{name: "a fully disrupted zone beside a healthy one taints at the primary rate",
+			prev: states{"a": stateNormal, "b": stateNormal}, ready: ready{"a": {U}, "b": {T}},
+			want: states{"a": stateFullDisruption, "b": stateNormal}, rates: rates{"a": primary}, changed: []string{"a"}},
+		{name: "back to normal from a partial disruption: the primary rate again",
+			prev: states{"a": statePartialDisruption, "b": stateNormal}, ready: ready{"a": {T, T, T, T, T, U}, "b": {T}},
+			want: states{"a": stateNormal, "b": stateNormal}, rates: rates{"a": primary}, changed: []string{"a"}},
+		{name: "every zone fully disrupted: master disruption mode, all tainting stops",
+			prev: states{"a": stateNormal, "b": stateFullDisruption}, ready: ready{"a": {U, F}, "b": {U}},
+			want: allDown, rates: rates{"a": 0, "b": 0}, mode: modeEnter},
+		{name: "still every zone down: nothing changes",
+			prev: allDown, ready: ready{"a": {U}, "b": {U}}, want: allDown, rates: rates{}},
+		{name: "a node ready again: leaving master disruption mode, every zone's rate reset",
+			prev: allDown, ready: ready{"a": {T, U}, "b": {U}},
+			want: states{"a": stateNormal, "b": stateFullDisruption}, rates: rates{"a": primary, "b": primary}, mode: modeLeave},
+		{name: "leaving into partial disruptions: each zone's rate by its size",
+			prev: allDown, ready: ready{"a": {T, U, U, U}, "b": {T, T, U, U, U, U}},
+			want: states{"a": statePartialDisruption, "b": statePartialDisruption}, rates: rates{"a": 0, "b": secondary}, mode: modeLeave},
+		{name: "a new zone, fully disrupted, in master disruption mode: entered again (new zones start Initial)",
+			prev: allDown, ready: ready{"a": {U}, "b": {U}, "c": {U}},
+			want:  states{"a": stateFullDisruption, "b": stateFullDisruption, "c": stateFullDisruption},
+			rates: rates{"a": 0, "b": 0, "c": 0}, mode: modeEnter},
+		{name: "a zone without nodes is gone; the others did not all fall",
+			prev: states{"a": stateNormal, "gone": stateFullDisruption}, ready: ready{"a": {T}},
+			want: states{"a": stateNormal}, rates: rates{}},
+		{name: "the last zone standing goes away: the rest were already down, nothing changes",
+			prev: states{"a": stateNormal, "b": stateFullDisruption}, ready: ready{"b": {U}},
+			want: states{"b": stateFullDisruption}, rates: rates{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := planZones(tt.prev, tt.ready, settings)
+			if !maps.Equal(got.states, tt.want) {
+				t.Errorf("states = %v, want %v", got.states, tt.want)
+			}
+			if !maps.Equal(got.rates, tt.rates) {
+				t.Errorf("rates = %v, want %v", got.rates, tt.rates)
+			}
+			if got.mode != tt.mode {
+				t.Errorf("mode = %v, want %v", got.mode, tt.mode)
+			}
+			if !slices.Equal(got.changed, tt.changed) {
+				t.Errorf("changed = %v, want %v", got.changed, tt.changed)
+			}
+		})
+	}
+}
+
+func TestNextTickOnTheMonitorGrid(t *testing.T) {
+	r := &Reconciler{MonitorPeriod: 5 * time.Second}
+	for _, now := range []time.Time{t0, t0.Add(time.Second), t0.Add(4999 * time.Millisecond)} {
+		if got := r.nextTick(now); !got.Equal(t0.Add(5*time.Second + time.Millisecond)) {
+			t.Errorf("now %v: next tick %v", now.Sub(t0), got.Sub(t0))
+		}
 	}
 }
 

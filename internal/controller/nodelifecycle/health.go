@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	nodeutil "k8s.io/component-helpers/node/util"
 )
 
 // health is what the controller remembers of a node between syncs: when it last saw the
@@ -67,43 +68,27 @@ func gracePeriod(node *corev1.Node, monitorGrace, startupGrace time.Duration) ti
 // set to Unknown, as upstream does for a node that stopped reporting, and whether the Ready
 // condition changed. now is the transition time; conditions already Unknown keep theirs.
 func conditionsUnknown(node *corev1.Node, now time.Time) ([]corev1.NodeCondition, bool) {
-	conds := append([]corev1.NodeCondition(nil), node.Status.Conditions...)
+	out := corev1.NodeStatus{Conditions: append([]corev1.NodeCondition(nil), node.Status.Conditions...)}
 	readyChanged := false
 	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
-		i := conditionIndex(conds, t)
+		_, c := nodeutil.GetNodeCondition(&out, t)
 		switch {
-		case i < 0:
-			conds = append(conds, corev1.NodeCondition{
+		case c == nil:
+			out.Conditions = append(out.Conditions, corev1.NodeCondition{
 				Type: t, Status: corev1.ConditionUnknown,
 				Reason: "NodeStatusNeverUpdated", Message: "Kubelet never posted node status.",
 				LastHeartbeatTime: node.CreationTimestamp, LastTransitionTime: metav1.NewTime(now),
 			})
 			readyChanged = readyChanged || t == corev1.NodeReady
-		case conds[i].Status != corev1.ConditionUnknown:
-			conds[i].Status = corev1.ConditionUnknown
-			conds[i].Reason = "NodeStatusUnknown"
-			conds[i].Message = "Kubelet stopped posting node status."
-			conds[i].LastTransitionTime = metav1.NewTime(now)
+		case c.Status != corev1.ConditionUnknown:
+			c.Status = corev1.ConditionUnknown
+			c.Reason = "NodeStatusUnknown"
+			c.Message = "Kubelet stopped posting node status."
+			c.LastTransitionTime = metav1.NewTime(now)
 			readyChanged = readyChanged || t == corev1.NodeReady
 		}
 	}
-	return conds, readyChanged
-}
-
-func readyCondition(status *corev1.NodeStatus) *corev1.NodeCondition {
-	if i := conditionIndex(status.Conditions, corev1.NodeReady); i >= 0 {
-		return &status.Conditions[i]
-	}
-	return nil
-}
-
-func conditionIndex(conds []corev1.NodeCondition, t corev1.NodeConditionType) int {
-	for i := range conds {
-		if conds[i].Type == t {
-			return i
-		}
-	}
-	return -1
+	return out.Conditions, readyChanged
 }
 
 // readyStatus is the node's Ready status, Unknown when it has no Ready condition.
@@ -112,4 +97,9 @@ func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 		return c.Status
 	}
 	return corev1.ConditionUnknown
+}
+
+func readyCondition(status *corev1.NodeStatus) *corev1.NodeCondition {
+	_, c := nodeutil.GetNodeCondition(status, corev1.NodeReady)
+	return c
 }

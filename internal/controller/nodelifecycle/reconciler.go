@@ -3,6 +3,11 @@
 // Unknown, keeps the condition taints in step (NoSchedule at once, NoExecute at a rate
 // limited per zone, so that a zone outage does not evict everything at once), and marks the
 // pods of a node that is not ready NotReady.
+//
+// Two kinds of work share the Reconciler's state: Reconcile syncs one node (observe the node
+// and its Lease, judge its health, taint, write status); the zone passes (zonepass.go), a
+// Runnable of their own, classify the zones through the pure planZones (zones.go) and drain
+// the zones' NoExecute tainting queues at the rates it sets.
 package nodelifecycle
 
 import (
@@ -12,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,9 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/patch"
 )
 
 // ControllerName is upstream's name for this controller.
@@ -40,10 +44,6 @@ const ControllerName = "node-lifecycle-controller"
 // evictionPeriod is how often queued NoExecute taints are tried, as upstream's
 // NodeEvictionPeriod.
 const evictionPeriod = 100 * time.Millisecond
-
-// zonePass is the request of the periodic, cluster-wide pass (zone states and rate-limited
-// NoExecute tainting). No node can be named "".
-var zonePass = reconcile.Request{}
 
 // Reconciler is the node-lifecycle-controller. The command line's values go in the
 // exported fields; upstream's defaults are the flags' defaults.
@@ -60,19 +60,14 @@ type Reconciler struct {
 	LargeClusterThreshold  int32         // --large-cluster-size-threshold
 	UnhealthyZoneThreshold float32       // --unhealthy-zone-threshold
 
-	mu      sync.Mutex
-	healths map[string]*health
-	known   map[string]types.UID
-	zones   map[string]*zone
-	kick    chan event.GenericEvent
-}
-
-// zone is the NoExecute tainting queue of one zone, drained at the zone's rate.
-type zone struct {
-	state   zoneState
-	rate    float32
-	limiter *rate.Limiter // nil when the rate is 0
-	queue   []string
+	// mu guards what the node reconciles and the zone passes share.
+	mu         sync.Mutex
+	healths    map[string]*health
+	known      map[string]types.UID
+	zoneStates map[string]zoneState
+	tainters   map[string]*tainter
+	// kick asks the zone passes (runZonePasses) for a pass now.
+	kick chan struct{}
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
@@ -81,11 +76,10 @@ type zone struct {
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
-// Reconcile syncs one node, or runs the zone pass.
+// Reconcile syncs one node: it observes the node and its Lease, judges its health, brings
+// its taints and labels in line, and writes the node's and its pods' conditions last.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if req == zonePass {
-		return r.runZonePass(ctx)
-	}
+	// Observe: the node and its Lease, before anything is written.
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -93,14 +87,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	r.register(node)
-
-	// Condition taints and labels that follow the node's own report.
-	if err := r.syncNoScheduleTaintsAndLabels(ctx, node); err != nil {
-		return reconcile.Result{}, err
-	}
-
-	// Health: has the node been seen alive within its grace period?
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -108,22 +94,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		lease = nil
 	}
+	r.register(node)
 	now := r.Clock.Now()
 	r.mu.Lock()
 	prev := r.healths[node.Name]
 	h := observe(prev, node, lease, now)
 	r.healths[node.Name] = h
 	r.mu.Unlock()
-	wasReady := prev != nil && prev.ready != nil && prev.ready.Status == corev1.ConditionTrue
 
+	// Compare: has the node been seen alive within its grace period? A node past it is
+	// Unknown from now on, before the write that says so.
+	wasReady := prev != nil && prev.ready != nil && prev.ready.Status == corev1.ConditionTrue
 	deadline := r.deadline(node, h)
-	if now.After(deadline) {
-		if err := r.markUnknown(ctx, node, now); err != nil {
-			return reconcile.Result{}, err
-		}
+	silent := now.After(deadline)
+	ready := readyStatus(node)
+	if silent {
+		ready = corev1.ConditionUnknown
 	}
 
-	ready := readyStatus(node)
+	// Act: condition taints and labels that follow the node's own report, then the
+	// NoExecute taint that follows its health.
+	if err := r.syncNoScheduleTaintsAndLabels(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
 	if wasReady && ready != corev1.ConditionTrue {
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "NodeNotReady", "NodeStatusChange",
 			"Node %s status is now: NodeNotReady", node.Name)
@@ -131,12 +124,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.syncNoExecuteTaint(ctx, node, ready); err != nil {
 		return reconcile.Result{}, err
 	}
+
+	// Status: the node's conditions once it fell silent, and its pods' Ready conditions.
+	if silent {
+		if err := r.markUnknown(ctx, node, now); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if ready != corev1.ConditionTrue {
 		if err := r.markPodsNotReady(ctx, node); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	if now.After(deadline) {
+	if silent {
 		return reconcile.Result{}, nil
 	}
 	// Come back when the grace period runs out, unless a heartbeat comes first.
@@ -173,8 +173,8 @@ func (r *Reconciler) forget(name string) {
 	uid, seen := r.known[name]
 	delete(r.known, name)
 	delete(r.healths, name)
-	for _, z := range r.zones {
-		z.queue = without(z.queue, name)
+	for _, t := range r.tainters {
+		t.queue = without(t.queue, name)
 	}
 	r.mu.Unlock()
 	if seen {
@@ -194,7 +194,7 @@ func (r *Reconciler) syncNoScheduleTaintsAndLabels(ctx context.Context, node *co
 	}
 	orig := node.DeepCopy()
 	node.Spec.Taints, node.Labels = taints, labels
-	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Patch(ctx, node, patch.From(orig, patch.Optimistic)); err != nil {
 		return fmt.Errorf("updating taints and labels of node %s: %w", node.Name, err)
 	}
 	return nil
@@ -232,7 +232,9 @@ func (r *Reconciler) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	}
 	orig := node.DeepCopy()
 	node.Status.Conditions = conds
-	if err := r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Optimistic: a heartbeat the kubelet wrote since the read must not be overwritten with
+	// Unknown; on a conflict the node is read and judged again.
+	if err := patch.Status(ctx, r.Client, node, orig, patch.Optimistic); err != nil {
 		return fmt.Errorf("marking node %s Unknown: %w", node.Name, err)
 	}
 	log.FromContext(ctx).Info("Node stopped posting status; marked Unknown", "node", node.Name)
@@ -267,63 +269,13 @@ func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key st
 	}
 	orig := node.DeepCopy()
 	node.Spec.Taints = taints
-	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Patch(ctx, node, patch.From(orig, patch.Optimistic)); err != nil {
 		return fmt.Errorf("updating NoExecute taints of node %s: %w", node.Name, err)
 	}
 	if key != "" {
 		log.FromContext(ctx).Info("Tainted node NoExecute", "node", node.Name, "taint", key)
 	}
 	return nil
-}
-
-// enqueue queues the node for a NoExecute taint in its zone; false when already queued.
-func (r *Reconciler) enqueue(node *corev1.Node) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	z := r.zoneLocked(zoneKey(node))
-	for _, n := range z.queue {
-		if n == node.Name {
-			return false
-		}
-	}
-	z.queue = append(z.queue, node.Name)
-	return true
-}
-
-func (r *Reconciler) dequeue(node *corev1.Node) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if z, ok := r.zones[zoneKey(node)]; ok {
-		z.queue = without(z.queue, node.Name)
-	}
-}
-
-// zoneLocked returns the zone, created in its initial state at the primary rate.
-func (r *Reconciler) zoneLocked(key string) *zone {
-	z, ok := r.zones[key]
-	if !ok {
-		z = &zone{state: stateInitial}
-		r.setRateLocked(z, r.EvictionRate)
-		r.zones[key] = z
-	}
-	return z
-}
-
-func (r *Reconciler) setRateLocked(z *zone, qps float32) {
-	if z.limiter != nil && z.rate == qps {
-		return
-	}
-	z.rate, z.limiter = qps, nil
-	if qps > 0 {
-		z.limiter = rate.NewLimiter(rate.Limit(qps), 1)
-	}
-}
-
-func (r *Reconciler) kickZonePass() {
-	select {
-	case r.kick <- event.GenericEvent{Object: &corev1.Node{}}:
-	default: // a pass is already due
-	}
 }
 
 // markPodsNotReady sets the Ready condition of the node's pods to False, with upstream's
@@ -343,7 +295,9 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node) er
 		orig := p.DeepCopy()
 		p.Status.Conditions[cond].Status = corev1.ConditionFalse
 		p.Status.Conditions[cond].LastTransitionTime = metav1.NewTime(r.Clock.Now())
-		err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		// Optimistic, as upstream's UpdateStatus: the kubelet, if it is back, may have
+		// reported the pod since the read; its report wins and the next sync judges again.
+		err := patch.Status(ctx, r.Client, p, orig, patch.Optimistic)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -364,18 +318,8 @@ func podReadyIndex(p *corev1.Pod) int {
 	return -1
 }
 
-func without(list []string, name string) []string {
-	out := list[:0]
-	for _, n := range list {
-		if n != name {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// SetupWithManager watches nodes, their Leases, and pods newly bound to a node; a channel
-// source brings the zone pass.
+// SetupWithManager reconciles nodes on their own changes, their Leases' and those of pods
+// newly bound to them, and adds the zone passes as a Runnable of their own.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	if r.Client == nil || r.Recorder == nil {
 		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
@@ -386,9 +330,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.healths, r.known, r.zones = map[string]*health{}, map[string]types.UID{}, map[string]*zone{}
-	r.kick = make(chan event.GenericEvent, 1)
-	r.kickZonePass()
+	r.healths, r.known = map[string]*health{}, map[string]types.UID{}
+	r.zoneStates, r.tainters = map[string]zoneState{}, map[string]*tainter{}
+	r.kick = make(chan struct{}, 1)
+	if err := mgr.Add(manager.RunnableFunc(r.runZonePasses)); err != nil {
+		return fmt.Errorf("%s: adding the zone passes: %w", ControllerName, err)
+	}
 
 	nodeOfLease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() != corev1.NamespaceNodeLease {
@@ -413,7 +360,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		For(&corev1.Node{}).
 		Watches(&coordinationv1.Lease{}, nodeOfLease).
 		Watches(&corev1.Pod{}, nodeOfPod, builder.WithPredicates(newlyBound)).
-		WatchesRawSource(source.Channel(r.kick, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -193,16 +193,23 @@ var _ = Describe("node-lifecycle-controller", func() {
 
 	It("taints the nodes of a zone in partial outage at the secondary rate, not all at once", func() {
 		zone := func(z string) map[string]string { return map[string]string{corev1.LabelTopologyZone: z} }
-		register("other-zone", zone(prefix+"b"))
+		all := []*corev1.Node{register("other-zone", zone(prefix+"b"))}
 		var down []string
 		for i := range 4 {
 			n := register(fmt.Sprintf("z%d", i), zone(prefix+"a"))
+			all = append(all, n)
 			if i > 0 {
 				down = append(down, n.Name)
 			}
 		}
-		// Let the controller see every node healthy first.
-		time.Sleep(2 * time.Second)
+		// The controller has seen every node Ready (it lifted the API server's not-ready
+		// taint) and classified both zones Normal.
+		Eventually(func(g Gomega) {
+			for _, n := range all {
+				g.Expect(taintKeys(getNode(g, n.Name), corev1.TaintEffectNoSchedule)).NotTo(ContainElement(corev1.TaintNodeNotReady))
+				g.Expect(controller.ZoneStateOf(n)).To(Equal("Normal"))
+			}
+		}).Should(Succeed())
 
 		var mu sync.Mutex
 		tainted := map[string]time.Time{}

@@ -2,40 +2,108 @@ package nodelifecycle
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/component-helpers/node/topology"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// runZonePass is upstream's handleDisruption and NoExecute tainting pass in one: it
-// classifies every zone by the health of its nodes, sets each zone's tainting rate from
-// that, and taints the queued nodes the rates allow. It runs every --node-monitor-period,
-// and every 100ms while nodes wait in a queue.
-func (r *Reconciler) runZonePass(ctx context.Context) (reconcile.Result, error) {
+// tainter is the NoExecute tainting queue of one zone, drained at the zone's rate: upstream's
+// zoneNoExecuteTainter.
+type tainter struct {
+	rate    float32
+	limiter *rate.Limiter // nil when the rate is 0
+	queue   []string
+}
+
+func (t *tainter) setRate(qps float32) {
+	if t.limiter != nil && t.rate == qps {
+		return
+	}
+	t.rate, t.limiter = qps, nil
+	if qps > 0 {
+		t.limiter = rate.NewLimiter(rate.Limit(qps), 1)
+	}
+}
+
+// runZonePasses is the periodic, cluster-wide work, a manager Runnable of its own beside the
+// per-node reconciles (so it runs on the elected leader only, once the caches are synced):
+// a zone pass on every tick of the --node-monitor-period grid, on which node deadlines
+// fall too, so that nodes that fell silent together are classified together; every 100ms
+// while nodes wait in a queue; and at once when a node reconcile queues a node.
+func (r *Reconciler) runZonePasses(ctx context.Context) error {
+	for {
+		wait := r.zonePass(ctx)
+		timer := r.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-r.kick:
+			timer.Stop()
+		case <-timer.C():
+		}
+	}
+}
+
+// kickZonePass asks for a zone pass now.
+func (r *Reconciler) kickZonePass() {
+	select {
+	case r.kick <- struct{}{}:
+	default: // a pass is already due
+	}
+}
+
+// zonePass is upstream's handleDisruption and NoExecute tainting pass in one: it classifies
+// every zone by the health of its nodes, sets each zone's tainting rate from that, and
+// taints the queued nodes the rates allow. It returns the time until the next pass.
+func (r *Reconciler) zonePass(ctx context.Context) time.Duration {
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
-		return reconcile.Result{}, err
+		log.FromContext(ctx).Error(err, "Listing nodes for the zone pass; will retry")
+		return evictionPeriod
 	}
 	now := r.Clock.Now()
-	r.updateZoneStates(ctx, nodes.Items, now)
+	r.applyZonePlan(ctx, nodes.Items, now)
 
 	byName := make(map[string]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
 	waiting := false
-	for _, key := range r.zoneKeys() {
+	for _, key := range r.tainterKeys() {
 		if r.drainZone(ctx, key, byName, now) {
 			waiting = true
 		}
 	}
 	if waiting {
-		return reconcile.Result{RequeueAfter: evictionPeriod}, nil
+		return evictionPeriod
 	}
-	return reconcile.Result{RequeueAfter: r.MonitorPeriod}, nil
+	return r.nextTick(now).Sub(now)
+}
+
+// nextTick is the first point of the --node-monitor-period grid after now, plus a
+// millisecond so that a node whose deadline falls on it is past it.
+func (r *Reconciler) nextTick(now time.Time) time.Time {
+	return now.Truncate(r.MonitorPeriod).Add(r.MonitorPeriod + time.Millisecond)
+}
+
+// readyByZone is what a zone pass observes: the Ready status, as kcm knows it now, of each
+// node counted for disruption, by zone.
+func (r *Reconciler) readyByZone(nodes []corev1.Node, now time.Time) map[string][]corev1.ConditionStatus {
+	byZone := map[string][]corev1.ConditionStatus{}
+	for i := range nodes {
+		if _, excluded := nodes[i].Labels[excludeDisruptionLabel]; excluded {
+			continue
+		}
+		k := topology.GetZoneKey(&nodes[i])
+		byZone[k] = append(byZone[k], r.effectiveReady(&nodes[i], now))
+	}
+	return byZone
 }
 
 // effectiveReady is the node's Ready status as kcm knows it now: Unknown once its grace
@@ -50,92 +118,80 @@ func (r *Reconciler) effectiveReady(node *corev1.Node, now time.Time) corev1.Con
 	return readyStatus(node)
 }
 
-// updateZoneStates moves zones between states and rates, as upstream's handleDisruption:
-// when every zone is fully disrupted the problem is most likely kcm's own view of the
-// cluster, so all NoExecute tainting stops and the taints come off; when that ends, every
-// node gets a fresh grace period.
-func (r *Reconciler) updateZoneStates(ctx context.Context, nodes []corev1.Node, now time.Time) {
-	byZone := map[string][]corev1.ConditionStatus{}
-	for i := range nodes {
-		if _, excluded := nodes[i].Labels[excludeDisruptionLabel]; excluded {
-			continue
-		}
-		k := zoneKey(&nodes[i])
-		byZone[k] = append(byZone[k], r.effectiveReady(&nodes[i], now))
-	}
-	newStates := map[string]zoneState{}
-	allAre := true
-	for k, ready := range byZone {
-		newStates[k] = computeZoneState(ready, r.UnhealthyZoneThreshold)
-		if newStates[k] != stateFullDisruption {
-			allAre = false
-		}
-	}
+// applyZonePlan observes the zones, plans their new states (planZones) and applies the plan:
+// the zones' rates, and the changes of master disruption mode.
+func (r *Reconciler) applyZonePlan(ctx context.Context, nodes []corev1.Node, now time.Time) {
+	ready := r.readyByZone(nodes, now)
+	logger := log.FromContext(ctx)
 
 	r.mu.Lock()
-	allWas := true
-	for k, z := range r.zones {
-		if _, present := byZone[k]; !present {
-			if len(z.queue) == 0 {
-				delete(r.zones, k)
-			}
-			continue
-		}
-		if z.state != stateFullDisruption {
-			allWas = false
-		}
+	plan := planZones(r.zoneStates, ready, r.rates())
+	r.zoneStates = plan.states
+	for k := range plan.states {
+		r.tainterLocked(k)
 	}
-	for k := range byZone {
-		r.zoneLocked(k)
+	for k, qps := range plan.rates {
+		r.tainterLocked(k).setRate(qps)
 	}
-	rates := evictionRates{primary: r.EvictionRate, secondary: r.SecondaryEvictionRate, largeClusterThreshold: r.LargeClusterThreshold}
-	switch {
-	case allAre && allWas:
-		// Still all down: nothing changes.
-	case allAre:
-		log.FromContext(ctx).Info("All nodes are not ready: entering master disruption mode, no NoExecute tainting")
-		for k := range byZone {
-			z := r.zones[k]
-			z.state, z.queue = stateFullDisruption, nil
-			r.setRateLocked(z, 0)
+	switch plan.mode {
+	case modeEnter:
+		// The taints come off below; nothing waits to be tainted.
+		for _, t := range r.tainters {
+			t.queue = nil
 		}
-	case allWas:
-		log.FromContext(ctx).Info("Some nodes are ready again: leaving master disruption mode")
+	case modeLeave:
 		for _, h := range r.healths {
 			h.probe, h.readyTransition = now, now
 		}
-		for k, ready := range byZone {
-			z := r.zones[k]
-			z.state = newStates[k]
-			r.setRateLocked(z, zoneRate(z.state, len(ready), rates))
-		}
-	default:
-		for k, ready := range byZone {
-			z := r.zones[k]
-			if z.state == newStates[k] {
-				continue
-			}
-			log.FromContext(ctx).Info("Zone changed state", "zone", k, "state", newStates[k])
-			z.state = newStates[k]
-			r.setRateLocked(z, zoneRate(z.state, len(ready), rates))
+	}
+	// A zone with no node left keeps its queue until the queue is drained.
+	for k, t := range r.tainters {
+		if _, live := plan.states[k]; !live && len(t.queue) == 0 {
+			delete(r.tainters, k)
 		}
 	}
 	r.mu.Unlock()
 
-	if allAre && !allWas {
+	switch plan.mode {
+	case modeEnter:
+		logger.Info("All nodes are not ready: entering master disruption mode, no NoExecute tainting")
 		for i := range nodes {
 			if err := r.setNoExecute(ctx, &nodes[i], ""); err != nil {
-				log.FromContext(ctx).Error(err, "Removing NoExecute taints in master disruption mode", "node", nodes[i].Name)
+				logger.Error(err, "Removing NoExecute taints in master disruption mode", "node", nodes[i].Name)
 			}
 		}
+	case modeLeave:
+		logger.Info("Some nodes are ready again: leaving master disruption mode")
+	}
+	for _, k := range plan.changed {
+		logger.Info("Zone changed state", "zone", k, "state", plan.states[k])
 	}
 }
 
-func (r *Reconciler) zoneKeys() []string {
+func (r *Reconciler) rates() evictionRates {
+	return evictionRates{
+		primary: r.EvictionRate, secondary: r.SecondaryEvictionRate,
+		largeClusterThreshold: r.LargeClusterThreshold, unhealthyZoneThreshold: r.UnhealthyZoneThreshold,
+	}
+}
+
+// tainterLocked returns the zone's tainter, created at the primary rate as upstream creates
+// a new zone's.
+func (r *Reconciler) tainterLocked(key string) *tainter {
+	t, ok := r.tainters[key]
+	if !ok {
+		t = &tainter{}
+		t.setRate(r.EvictionRate)
+		r.tainters[key] = t
+	}
+	return t
+}
+
+func (r *Reconciler) tainterKeys() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.zones))
-	for k := range r.zones {
+	keys := make([]string, 0, len(r.tainters))
+	for k := range r.tainters {
 		keys = append(keys, k)
 	}
 	return keys
@@ -146,17 +202,17 @@ func (r *Reconciler) zoneKeys() []string {
 func (r *Reconciler) drainZone(ctx context.Context, key string, nodes map[string]*corev1.Node, now time.Time) bool {
 	for {
 		r.mu.Lock()
-		z := r.zones[key]
-		if z == nil || len(z.queue) == 0 {
+		t := r.tainters[key]
+		if t == nil || len(t.queue) == 0 {
 			r.mu.Unlock()
 			return false
 		}
-		if z.limiter == nil || !z.limiter.AllowN(now, 1) {
+		if t.limiter == nil || !t.limiter.AllowN(now, 1) {
 			r.mu.Unlock()
 			return true
 		}
-		name := z.queue[0]
-		z.queue = z.queue[1:]
+		name := t.queue[0]
+		t.queue = t.queue[1:]
 		r.mu.Unlock()
 
 		node, ok := nodes[name]
@@ -167,20 +223,48 @@ func (r *Reconciler) drainZone(ctx context.Context, key string, nodes map[string
 		if taint == "" || hasNoExecute(node, taint) {
 			continue
 		}
-		if err := r.setNoExecute(ctx, node, taint); err != nil {
-			if !apierrors.IsNotFound(err) {
-				log.FromContext(ctx).Error(err, "Tainting node NoExecute; will retry", "node", name)
-				r.requeueFront(key, name)
-				return true
-			}
+		if err := r.setNoExecute(ctx, node, taint); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "Tainting node NoExecute; will retry", "node", name)
+			r.requeueFront(key, name)
+			return true
 		}
+	}
+}
+
+// enqueue queues the node for a NoExecute taint in its zone; false when already queued.
+func (r *Reconciler) enqueue(node *corev1.Node) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tainterLocked(topology.GetZoneKey(node))
+	if slices.Contains(t.queue, node.Name) {
+		return false
+	}
+	t.queue = append(t.queue, node.Name)
+	return true
+}
+
+func (r *Reconciler) dequeue(node *corev1.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.tainters[topology.GetZoneKey(node)]; ok {
+		t.queue = without(t.queue, node.Name)
 	}
 }
 
 func (r *Reconciler) requeueFront(key, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if z := r.zones[key]; z != nil {
-		z.queue = append([]string{name}, without(z.queue, name)...)
+	if t := r.tainters[key]; t != nil {
+		t.queue = append([]string{name}, without(t.queue, name)...)
 	}
+}
+
+func without(list []string, name string) []string {
+	out := list[:0]
+	for _, n := range list {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	return out
 }
