@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/endpointslice"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	utilnet "k8s.io/utils/net"
 
 	"github.com/kcm/kcm/internal/pod"
@@ -24,12 +26,6 @@ const (
 	// ManagedByValue is LabelManagedBy's value: upstream's client name.
 	ManagedByValue = "endpoint-controller"
 )
-
-// ShouldSetHostname reports whether the pod's hostname names its address: the pod sets
-// a hostname and its subdomain is the Service.
-func ShouldSetHostname(p *corev1.Pod, svc *corev1.Service) bool {
-	return p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name && p.Namespace == svc.Namespace
-}
 
 // podAddress is the pod's address for the Service: its IP of the Service's (first) family,
 // or false when the pod has none.
@@ -55,7 +51,7 @@ func podAddress(svc *corev1.Service, p *corev1.Pod) (corev1.EndpointAddress, boo
 			if p.Spec.NodeName != "" {
 				addr.NodeName = &p.Spec.NodeName
 			}
-			if ShouldSetHostname(p, svc) {
+			if endpointsliceutil.ShouldSetHostname(p, svc) {
 				addr.Hostname = p.Spec.Hostname
 			}
 			return addr, true
@@ -79,7 +75,7 @@ func DesiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 		}
 	}
 	for _, p := range pods {
-		if !pod.InEndpoints(p, publish) {
+		if !endpointsliceutil.ShouldPodBeInEndpoints(p, publish) {
 			continue
 		}
 		addr, ok := podAddress(svc, p)
@@ -94,11 +90,11 @@ func DesiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 		}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
-			num, err := pod.FindPort(p, sp)
+			num, err := endpointslice.FindPort(p, sp)
 			if err != nil {
 				continue
 			}
-			add(p, addr, []corev1.EndpointPort{{Name: sp.Name, Port: num, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}})
+			add(p, addr, []corev1.EndpointPort{{Name: sp.Name, Port: int32(num), Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}})
 		}
 	}
 	return RepackSubsets(subsets)

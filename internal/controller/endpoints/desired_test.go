@@ -333,29 +333,3 @@ func TestDesiredAndUpToDate(t *testing.T) {
 		})
 	}
 }
-
-func TestPodChanged(t *testing.T) {
-	base := testPod("a", "10.0.0.1", true, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "x"} })
-	tests := []struct {
-		name                string
-		mutate              func(*corev1.Pod)
-		wantPod, wantLabels bool
-	}{
-		{name: "annotation only", mutate: func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }},
-		{name: "readiness", mutate: func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }, wantPod: true},
-		{name: "IPs", mutate: func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.9"}} }, wantPod: true},
-		{name: "deletion", mutate: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, wantPod: true},
-		{name: "labels", mutate: func(p *corev1.Pod) { p.Labels["app"] = "y" }, wantLabels: true},
-		{name: "hostname", mutate: func(p *corev1.Pod) { p.Spec.Hostname = "h" }, wantLabels: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cur := base.DeepCopy()
-			tt.mutate(cur)
-			gotPod, gotLabels := PodChanged(base, cur)
-			if gotPod != tt.wantPod || gotLabels != tt.wantLabels {
-				t.Errorf("PodChanged = %v, %v; want %v, %v", gotPod, gotLabels, tt.wantPod, tt.wantLabels)
-			}
-		})
-	}
-}

@@ -8,14 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/pod"
-	"github.com/kcm/kcm/internal/triggertime"
 )
 
 // ControllerName is the controller's name in kcm's registry.
@@ -53,7 +51,7 @@ type Reconciler struct {
 	// (--endpoint-updates-batch-period).
 	BatchPeriod time.Duration
 
-	triggers triggertime.Tracker
+	triggers *endpointsliceutil.TriggerTimeTracker
 	stale    staleTracker
 }
 
@@ -76,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting Endpoints: %w", err)
 		}
-		r.triggers.Forget(req.NamespacedName)
+		r.triggers.DeleteService(req.Namespace, req.Name)
 		r.stale.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -95,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		pods[i] = &podList.Items[i]
 	}
 	// Observed even when nothing is written, so the next write reports only newer changes.
-	triggerTime := r.triggers.Observe(svc, pods)
+	triggerTime := r.triggers.ComputeEndpointLastChangeTriggerTime(svc.Namespace, svc, pods)
 	subsets := DesiredSubsets(svc, pods)
 
 	var current *corev1.Endpoints
@@ -156,19 +154,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Client == nil || r.Recorder == nil {
 		return errors.New(ControllerName + ": Client and Recorder are required")
 	}
+	r.triggers = endpointsliceutil.NewTriggerTimeTracker()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.enqueueServices(ctx, q, e.Object.(*corev1.Pod), nil, false)
+				r.enqueueServices(ctx, q, nil, e.Object.(*corev1.Pod))
 			},
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.onPodUpdate(ctx, q, e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
+				r.enqueueServices(ctx, q, e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				if p, ok := e.Object.(*corev1.Pod); ok {
-					r.enqueueServices(ctx, q, p, nil, false)
+					r.enqueueServices(ctx, q, p, nil)
 				}
 			},
 		}).
@@ -187,67 +186,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
-// onPodUpdate enqueues the Services a pod change may matter to, as upstream: none when
-// neither its endpoint-relevant fields nor its labels (hostname, subdomain) changed.
-func (r *Reconciler) onPodUpdate(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Pod) {
-	if old.ResourceVersion == cur.ResourceVersion {
+// enqueueServices adds, after the batch period, the Services a pod event may change
+// (upstream's pod projection, pod.ServicesToSync).
+func (r *Reconciler) enqueueServices(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Pod) {
+	services, err := pod.ServicesToSync(r.Client, old, cur)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Listing Services for a pod")
 		return
 	}
-	podChanged, labelsChanged := PodChanged(old, cur)
-	switch {
-	case !podChanged && !labelsChanged:
-	case !labelsChanged:
-		r.enqueueServices(ctx, q, cur, nil, false)
-	default:
-		r.enqueueServices(ctx, q, cur, old, podChanged)
-	}
-}
-
-// PodChanged reports whether a pod update may change its endpoints (deletion, readiness,
-// IPs) and whether it may change which Services select it or its hostname there.
-func PodChanged(old, cur *corev1.Pod) (podChanged, labelsChanged bool) {
-	labelsChanged = !reflect.DeepEqual(old.Labels, cur.Labels) ||
-		old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain
-	if !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) || pod.IsReady(old) != pod.IsReady(cur) ||
-		!reflect.DeepEqual(ipsOf(old), ipsOf(cur)) {
-		return true, labelsChanged
-	}
-	return false, labelsChanged
-}
-
-func ipsOf(p *corev1.Pod) []string {
-	ips := make([]string, len(p.Status.PodIPs))
-	for i, ip := range p.Status.PodIPs {
-		ips[i] = ip.IP
-	}
-	return ips
-}
-
-// enqueueServices adds, after the batch period, the Services selecting cur; with old (a
-// label change), also those that selected old: all of both when the pod changed too,
-// otherwise only those gaining or losing it.
-func (r *Reconciler) enqueueServices(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], cur, old *corev1.Pod, podChanged bool) {
-	list := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(cur.Namespace)); err != nil {
-		log.FromContext(ctx).Error(err, "Listing Services for a pod", "pod", client.ObjectKeyFromObject(cur))
-		return
-	}
-	for i := range list.Items {
-		svc := &list.Items[i]
-		if svc.Spec.Selector == nil {
-			continue // a nil selector selects nothing
-		}
-		sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
-		now := sel.Matches(labels.Set(cur.Labels))
-		if old != nil {
-			before := sel.Matches(labels.Set(old.Labels))
-			if !(podChanged && (now || before)) && now == before {
-				continue
-			}
-		} else if !now {
-			continue
-		}
-		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+	for _, svc := range services {
+		req := reconcile.Request{NamespacedName: svc}
 		if r.BatchPeriod > 0 {
 			q.AddAfter(req, r.BatchPeriod)
 		} else {

@@ -2,9 +2,7 @@ package endpointslice
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -17,56 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-func TestPodChanged(t *testing.T) {
-	tests := map[string]struct {
-		mutate               func(*corev1.Pod)
-		endpoint, membership bool
-	}{
-		"nothing":          {func(*corev1.Pod) {}, false, false},
-		"annotation only":  {func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, false, false},
-		"readiness":        {notReady, true, false},
-		"deletion":         {deleting, true, false},
-		"IP":               {ips("10.0.0.9"), true, false},
-		"second IP":        {ips("10.0.0.1", "fd00::1"), true, false},
-		"labels":           {func(p *corev1.Pod) { p.Labels["x"] = "y" }, false, true},
-		"hostname":         {func(p *corev1.Pod) { p.Spec.Hostname = "h" }, false, true},
-		"labels and ready": {func(p *corev1.Pod) { p.Labels["x"] = "y"; notReady(p) }, true, true},
-	}
-	for name, tt := range tests {
-		old := testPod("p")
-		cur := old.DeepCopy()
-		tt.mutate(cur)
-		endpoint, membership := podChanged(old, cur)
-		if endpoint != tt.endpoint || membership != tt.membership {
-			t.Errorf("%s: podChanged = %v, %v; want %v, %v", name, endpoint, membership, tt.endpoint, tt.membership)
-		}
-	}
-}
-
-func TestServicesToSync(t *testing.T) {
-	set := func(names ...string) map[string]bool {
-		m := map[string]bool{}
-		for _, n := range names {
-			m[n] = true
-		}
-		return m
-	}
-	keys := func(m map[string]bool) string {
-		var out []string
-		for k := range m {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return fmt.Sprint(out)
-	}
-	if got := keys(servicesToSync(set("a", "b"), set("b", "c"), false)); got != "[a c]" {
-		t.Errorf("labels only: %s, want the Services joined or left", got)
-	}
-	if got := keys(servicesToSync(set("a", "b"), set("b", "c"), true)); got != "[a b c]" {
-		t.Errorf("labels and endpoint: %s, want all", got)
-	}
-}
-
 // recordingQueue records AddAfter calls.
 type recordingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -76,21 +24,28 @@ type recordingQueue struct {
 func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) { q.added[r.String()] = d }
 
 func TestPodEventsBatch(t *testing.T) {
-	selecting := testService()
-	other := testService(func(s *corev1.Service) { s.Name = "other"; s.Spec.Selector = map[string]string{"app": "db"} })
-	noSelector := testService(func(s *corev1.Service) { s.Name = "manual"; s.Spec.Selector = nil })
-	elsewhere := testService(func(s *corev1.Service) { s.Namespace = "ns2" })
-	cl := fake.NewClientBuilder().WithObjects(selecting, other, noSelector, elsewhere).Build()
+	svc := func(ns, name string, selector map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Selector: selector}}
+	}
+	cl := fake.NewClientBuilder().WithObjects(
+		svc("ns", "web", map[string]string{"app": "web"}),
+		svc("ns", "other", map[string]string{"app": "db"}),
+		svc("ns", "manual", nil),
+		svc("ns2", "web", map[string]string{"app": "web"}),
+	).Build()
 	r := &Reconciler{Client: cl, BatchPeriod: 5 * time.Second}
 	h := r.podEvents()
 	ctx := context.Background()
 
 	q := &recordingQueue{added: map[string]time.Duration{}}
-	old := testPod("p")
-	old.ResourceVersion = "1"
+	old := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1", Labels: map[string]string{"app": "web"}},
+		Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
 	cur := old.DeepCopy()
 	cur.ResourceVersion = "2"
-	notReady(cur)
+	cur.Status.Conditions[0].Status = corev1.ConditionFalse
 	h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: old, ObjectNew: cur}, q)
 	if fmt.Sprint(q.added) != "map[ns/web:5s]" {
 		t.Errorf("readiness change queued %v, want ns/web after the 5s batch period", q.added)
@@ -109,16 +64,5 @@ func TestPodEventsBatch(t *testing.T) {
 	h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", Labels: map[string]string{"app": "db"}}}}, q)
 	if fmt.Sprint(q.added) != "map[ns/other:5s]" {
 		t.Errorf("new db pod queued %v", q.added)
-	}
-}
-
-func TestAggregate(t *testing.T) {
-	a, b := errors.New("a"), errors.New("b")
-	if aggregate(nil) != nil || aggregate([]error{a}) != a {
-		t.Error("none or one error: as is")
-	}
-	err := aggregate([]error{a, b})
-	if err.Error() != "[a, b]" || !errors.Is(err, b) {
-		t.Errorf("two errors: %q", err)
 	}
 }

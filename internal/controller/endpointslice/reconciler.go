@@ -1,16 +1,21 @@
 // Package endpointslice is upstream's endpointslice-controller: for every Service with a
 // selector it keeps EndpointSlices (discovery.k8s.io/v1) listing the selected pods, per
 // address type and set of resolved ports, at most --max-endpoints-per-slice endpoints each,
-// rewriting as few slices as it can, with topology hints for trafficDistribution and the
-// service.kubernetes.io/topology-mode annotation.
+// with topology hints for trafficDistribution and the service.kubernetes.io/topology-mode
+// annotation.
+//
+// What to write is upstream's own code: k8s.io/endpointslice's Reconciler plans and writes
+// the slices (with its TopologyCache and trafficdist hints), its EndpointSliceTracker tells
+// the controller's own writes from others' and a cache that has not caught up, and its
+// TriggerTimeTracker computes the last-change-trigger-time annotation. This package gathers
+// the inputs and decides when to sync.
 package endpointslice
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,8 +23,14 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
+	endpointslicerec "k8s.io/endpointslice"
+	"k8s.io/endpointslice/topologycache"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -30,13 +41,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/kcm/kcm/internal/triggertime"
+	"github.com/kcm/kcm/internal/pod"
 )
 
 const (
 	// ControllerName is upstream's name for the controller and its client.
 	ControllerName = "endpointslice-controller"
-	// ManagedBy is the endpointslice.kubernetes.io/managed-by value of the slices it keeps.
+	// ManagedBy is the endpointslice.kubernetes.io/managed-by value of the slices it keeps
+	// (upstream's controller name as the library knows it).
 	ManagedBy = "endpointslice-controller.k8s.io"
 
 	// DefaultMaxEndpointsPerSlice is --max-endpoints-per-slice's default.
@@ -55,18 +67,24 @@ var errStaleCache = errors.New("EndpointSlice informer cache is out of date")
 
 // Reconciler keeps the EndpointSlices of one Service.
 type Reconciler struct {
-	// Client reads Services, pods, nodes and slices from the cache and writes slices.
-	Client   client.Client
-	Recorder recorder.EventRecorder
+	// Client reads Services, pods, nodes and slices from the cache.
+	Client client.Client
+	// Clientset writes the slices: the library's Reconciler writes through client-go. It
+	// shares Client's connection (and token bucket).
+	Clientset kubernetes.Interface
+	Recorder  recorder.EventRecorder
 	// MaxEndpointsPerSlice is --max-endpoints-per-slice.
 	MaxEndpointsPerSlice int
 	// BatchPeriod is --endpointslice-updates-batch-period: pod changes sync their Services
 	// that much later, so that several changes make one write.
 	BatchPeriod time.Duration
 
-	slices   *sliceTracker
-	triggers *triggertime.Tracker
-	topology *topologyCache
+	slices     *endpointsliceutil.EndpointSliceTracker
+	triggers   *endpointsliceutil.TriggerTimeTracker
+	topology   *topologycache.TopologyCache
+	reconciler *endpointslicerec.Reconciler
+	// nodesKnown is set once the topology cache has been given the nodes.
+	nodesKnown atomic.Bool
 	// overloaded carries the Services whose topology hints a node change overloaded.
 	overloaded chan event.GenericEvent
 }
@@ -84,9 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its slices go with it (garbage collector); forget what was tracked.
-			r.triggers.Forget(req.NamespacedName)
-			r.slices.forget(req.NamespacedName)
-			r.topology.removeService(req.String())
+			r.triggers.DeleteService(req.Namespace, req.Name)
+			r.reconciler.DeleteService(req.Namespace, req.Name)
+			r.slices.DeleteService(req.Namespace, req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -109,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			"Error listing Endpoint Slices for Service %s/%s: %v", svc.Namespace, svc.Name, err)
 		return reconcile.Result{}, err
 	}
-	if r.slices.stale(req.NamespacedName, existing) {
+	if r.slices.StaleSlices(svc, existing) {
 		return reconcile.Result{}, errStaleCache
 	}
 	podPtrs := make([]*corev1.Pod, len(pods.Items))
@@ -117,9 +135,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		podPtrs[i] = &pods.Items[i]
 	}
 	// Computed on every sync, written or not, so that the next sync compares with this one.
-	triggerTime := r.triggers.Observe(svc, podPtrs)
+	triggerTime := r.triggers.ComputeEndpointLastChangeTriggerTime(svc.Namespace, svc, podPtrs)
 
-	if err := r.sync(ctx, svc, podPtrs, existing, triggerTime); err != nil {
+	if !r.nodesKnown.Load() {
+		// The node watch has not reported yet (start-up): learn the zones now rather than
+		// disable topology-aware hints for want of them.
+		if err := r.refreshTopology(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.reconciler.Reconcile(log.FromContext(ctx), svc, podPtrs, existing, triggerTime); err != nil {
 		r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Sync",
 			"Error updating Endpoint Slices for Service %s/%s: %v", svc.Namespace, svc.Name, err)
 		return reconcile.Result{}, err
@@ -145,155 +170,7 @@ func (r *Reconciler) slicesOf(ctx context.Context, svc *corev1.Service) ([]*disc
 	return out, nil
 }
 
-// sync plans and writes the slices of each of the Service's address types, and deletes the
-// slices of address types it no longer has.
-func (r *Reconciler) sync(ctx context.Context, svc *corev1.Service, pods []*corev1.Pod,
-	existing []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
-	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}.String()
-	families := addressTypes(svc)
-	byType := map[discoveryv1.AddressType][]*discoveryv1.EndpointSlice{}
-	var dropped []*discoveryv1.EndpointSlice
-	for _, s := range existing {
-		if !slices.Contains(families, s.AddressType) {
-			r.topology.removeHints(key, s.AddressType)
-			dropped = append(dropped, s)
-			continue
-		}
-		byType[s.AddressType] = append(byType[s.AddressType], s)
-	}
-
-	if topologyModeAuto(svc.Annotations) && !r.topology.hasNodes() {
-		// The node watch has not reported yet (start-up): learn the zones now.
-		if err := r.refreshTopology(ctx); err != nil {
-			return err
-		}
-	}
-
-	var errs []error
-	for _, t := range families {
-		ch, planErrs := planAddressType(svc, pods, byType[t], t, r.MaxEndpointsPerSlice, r.nodeLookup(ctx))
-		errs = append(errs, planErrs...)
-		ch, events := r.hints(svc, key, t, ch)
-		if err := r.write(ctx, svc, pairCreatesWithDeletes(svc, ch), triggerTime); err != nil {
-			errs = append(errs, err)
-		}
-		for _, e := range events {
-			r.Recorder.Eventf(svc, nil, e.eventType, e.reason, "Sync", "%s", e.message)
-		}
-	}
-	for _, s := range dropped {
-		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("error deleting %s EndpointSlice for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err))
-			continue
-		}
-		r.slices.deleting(s)
-	}
-	return aggregate(errs)
-}
-
-// aggregate reports several errors as upstream's utilerrors.Aggregate does: one as itself,
-// more as "[first, second]".
-func aggregate(errs []error) error {
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return aggregateError(errs)
-}
-
-type aggregateError []error
-
-func (a aggregateError) Error() string {
-	msgs := make([]string, len(a))
-	for i, err := range a {
-		msgs[i] = err.Error()
-	}
-	return "[" + strings.Join(msgs, ", ") + "]"
-}
-
-func (a aggregateError) Unwrap() []error { return a }
-
-// hints sets the endpoints' hints: topology-aware hints when the annotation asks, else
-// those of trafficDistribution, else none.
-func (r *Reconciler) hints(svc *corev1.Service, key string, t discoveryv1.AddressType, ch changes) (changes, []hintEvent) {
-	if topologyModeAuto(svc.Annotations) {
-		return r.topology.addHints(key, t, ch)
-	}
-	var events []hintEvent
-	if r.topology.hasHints(key) {
-		events = append(events, disabled(msgHintsDisabled, t))
-	}
-	r.topology.removeHints(key, t)
-	if trafficDistributionHints(svc) {
-		return trafficDistributionUpdate(svc.Spec.TrafficDistribution, ch), events
-	}
-	return trafficDistributionUpdate(nil, ch), events
-}
-
-// write creates, updates and deletes slices, recording each write in the tracker. Nothing
-// is created for a Service being deleted: the garbage collector is removing its slices.
-func (r *Reconciler) write(ctx context.Context, svc *corev1.Service, ch changes, triggerTime time.Time) error {
-	if svc.DeletionTimestamp == nil {
-		for _, s := range ch.create {
-			setTriggerTime(s, triggerTime)
-			if err := r.Client.Create(ctx, s); err != nil {
-				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-					return nil
-				}
-				return fmt.Errorf("failed to create EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err)
-			}
-			r.slices.wrote(s)
-		}
-	}
-	for _, s := range ch.update {
-		setTriggerTime(s, triggerTime)
-		if err := r.Client.Update(ctx, s); err != nil {
-			return fmt.Errorf("failed to update %s EndpointSlice for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
-		}
-		r.slices.wrote(s)
-	}
-	for _, s := range ch.delete {
-		if err := r.Client.Delete(ctx, s); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("failed to delete %s EndpointSlice for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
-		}
-		r.slices.deleting(s)
-	}
-	return nil
-}
-
-// setTriggerTime sets endpoints.kubernetes.io/last-change-trigger-time, or clears it when
-// the sync had no trigger.
-func setTriggerTime(s *discoveryv1.EndpointSlice, at time.Time) {
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
-	}
-	if at.IsZero() {
-		delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
-		return
-	}
-	s.Annotations[corev1.EndpointsLastChangeTriggerTime] = at.UTC().Format(time.RFC3339Nano)
-}
-
-// nodeLookup reads nodes from the cache.
-func (r *Reconciler) nodeLookup(ctx context.Context) nodeLookup {
-	return func(name string) (*corev1.Node, bool, error) {
-		n := &corev1.Node{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, false, nil
-			}
-			return nil, false, err
-		}
-		return n, true, nil
-	}
-}
-
-// refreshTopology recomputes the zones' CPU shares from the cached nodes.
+// refreshTopology gives the topology cache the cached nodes (their zones' CPU shares).
 func (r *Reconciler) refreshTopology(ctx context.Context) error {
 	list := &corev1.NodeList{}
 	if err := r.Client.List(ctx, list); err != nil {
@@ -303,7 +180,8 @@ func (r *Reconciler) refreshTopology(ctx context.Context) error {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	r.topology.setNodes(nodes)
+	r.topology.SetNodes(log.FromContext(ctx), nodes)
+	r.nodesKnown.Store(true)
 	return nil
 }
 
@@ -312,13 +190,19 @@ func (r *Reconciler) refreshTopology(ctx context.Context) error {
 // service-name label, when someone else changed or deleted them) and, through a second
 // small controller, nodes (for topology-aware hints).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Client == nil || r.Recorder == nil {
-		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
+	if r.Client == nil || r.Clientset == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client, Clientset and Recorder are required", ControllerName)
 	}
 	if r.MaxEndpointsPerSlice <= 0 {
 		r.MaxEndpointsPerSlice = DefaultMaxEndpointsPerSlice
 	}
-	r.slices, r.triggers, r.topology = newSliceTracker(), &triggertime.Tracker{}, newTopologyCache()
+	r.slices = endpointsliceutil.NewEndpointSliceTracker()
+	r.triggers = endpointsliceutil.NewTriggerTimeTracker()
+	r.topology = topologycache.NewTopologyCache()
+	// PreferSameTrafficDistribution is GA and locked on in 1.37.
+	r.reconciler = endpointslicerec.NewReconciler(r.Clientset, nodeLister{r.Client}, int32(r.MaxEndpointsPerSlice),
+		r.slices, r.topology, eventRecorder{r.Recorder}, ManagedBy,
+		endpointslicerec.WithPreferSameTrafficDistributionEnabled(true))
 	r.overloaded = make(chan event.GenericEvent, 1024)
 
 	err := ctrl.NewControllerManagedBy(mgr).
@@ -343,63 +227,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// podEvents maps a pod to the Services of its namespace that select it, when it changed in
-// a way that matters to endpoints (upstream's pod projection): on a label change only the
-// Services it joined or left, unless its endpoint changed too.
+// podEvents syncs, after the batch period, the Services a pod event may change (upstream's
+// pod projection, pod.ServicesToSync).
 func (r *Reconciler) podEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			r.enqueueServices(ctx, q, e.Object.GetNamespace(), r.servicesSelecting(ctx, e.Object.GetNamespace(), e.Object.GetLabels()))
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			oldPod, newPod := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			if oldPod.ResourceVersion == newPod.ResourceVersion {
-				return
-			}
-			endpointChanged, membershipChanged := podChanged(oldPod, newPod)
-			if !endpointChanged && !membershipChanged {
-				return
-			}
-			now := r.servicesSelecting(ctx, newPod.Namespace, newPod.Labels)
-			if membershipChanged {
-				before := r.servicesSelecting(ctx, newPod.Namespace, oldPod.Labels)
-				now = servicesToSync(before, now, endpointChanged)
-			}
-			r.enqueueServices(ctx, q, newPod.Namespace, now)
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.enqueueServices(ctx, q, e.Object.GetNamespace(), r.servicesSelecting(ctx, e.Object.GetNamespace(), e.Object.GetLabels()))
-		},
-	}
-}
-
-func (r *Reconciler) enqueueServices(_ context.Context, q queue, namespace string, names map[string]bool) {
-	for name := range names {
-		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}, r.BatchPeriod)
-	}
-}
-
-// servicesSelecting are the names of the Services of the namespace whose selector matches
-// the labels.
-func (r *Reconciler) servicesSelecting(ctx context.Context, namespace string, podLabels map[string]string) map[string]bool {
-	list := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		log.FromContext(ctx).Error(err, "Listing Services for a pod", "namespace", namespace)
-		return nil
-	}
-	out := map[string]bool{}
-	for i := range list.Items {
-		sel := list.Items[i].Spec.Selector
-		if sel != nil && labels.ValidatedSetSelector(sel).Matches(labels.Set(podLabels)) {
-			out[list.Items[i].Name] = true
+	enqueue := func(ctx context.Context, q queue, old, cur *corev1.Pod) {
+		services, err := pod.ServicesToSync(r.Client, old, cur)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Listing Services for a pod")
+			return
+		}
+		for _, svc := range services {
+			q.AddAfter(reconcile.Request{NamespacedName: svc}, r.BatchPeriod)
 		}
 	}
-	return out
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			enqueue(ctx, q, nil, e.Object.(*corev1.Pod))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			enqueue(ctx, q, e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			if p, ok := e.Object.(*corev1.Pod); ok {
+				enqueue(ctx, q, p, nil)
+			}
+		},
+	}
 }
 
 // sliceEvents syncs a Service when one of its slices changed or went and the controller
-// did not do it (its own writes are tracked), a little later so that changes to several
-// slices make one sync; a slice moved between Services syncs both.
+// did not do it (the tracker knows its own writes), a little later so that changes to
+// several slices make one sync; a slice moved between Services syncs both.
 func (r *Reconciler) sliceEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	delay := max(sliceChangeMinDelay, r.BatchPeriod)
 	enqueue := func(q queue, s *discoveryv1.EndpointSlice) {
@@ -409,10 +267,10 @@ func (r *Reconciler) sliceEvents() handler.TypedEventHandler[client.Object, reco
 		}
 		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: name}}, delay)
 	}
-	managed := func(s *discoveryv1.EndpointSlice) bool { return s.Labels[discoveryv1.LabelManagedBy] == ManagedBy }
+	managed := r.reconciler.ManagedByController
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if s := e.Object.(*discoveryv1.EndpointSlice); managed(s) && r.slices.shouldSync(s) {
+			if s := e.Object.(*discoveryv1.EndpointSlice); managed(s) && r.slices.ShouldSync(s) {
 				enqueue(q, s)
 			}
 		},
@@ -423,15 +281,58 @@ func (r *Reconciler) sliceEvents() handler.TypedEventHandler[client.Object, reco
 				enqueue(q, oldSlice)
 				return
 			}
-			if managed(oldSlice) != managed(s) || (managed(s) && r.slices.shouldSync(s)) {
+			if r.reconciler.ManagedByChanged(oldSlice, s) || (managed(s) && r.slices.ShouldSync(s)) {
 				enqueue(q, s)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			// HandleDeletion is false when the controller did not expect the deletion.
 			s, ok := e.Object.(*discoveryv1.EndpointSlice)
-			if ok && managed(s) && r.slices.has(s) && !r.slices.deleted(s) {
+			if ok && managed(s) && r.slices.Has(s) && !r.slices.HandleDeletion(s) {
 				enqueue(q, s)
 			}
 		},
 	}
+}
+
+// nodeLister reads nodes from controller-runtime's cache for the library, which takes
+// client-go's lister.
+type nodeLister struct{ reader client.Reader }
+
+var _ corelisters.NodeLister = nodeLister{}
+
+func (l nodeLister) List(selector labels.Selector) ([]*corev1.Node, error) {
+	list := &corev1.NodeList{}
+	if err := l.reader.List(context.Background(), list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func (l nodeLister) Get(name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := l.reader.Get(context.Background(), types.NamespacedName{Name: name}, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// eventRecorder hands the library's Events (topology-aware hints) to kcm's events.k8s.io
+// recorder, as Sync actions like the controller's own.
+type eventRecorder struct{ recorder.EventRecorder }
+
+func (e eventRecorder) Event(obj runtime.Object, eventType, reason, message string) {
+	e.Eventf(obj, eventType, reason, "%s", message)
+}
+
+func (e eventRecorder) Eventf(obj runtime.Object, eventType, reason, format string, args ...any) {
+	e.EventRecorder.Eventf(obj, nil, eventType, reason, "Sync", format, args...)
+}
+
+func (e eventRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventType, reason, format string, args ...any) {
+	e.Eventf(obj, eventType, reason, format, args...)
 }

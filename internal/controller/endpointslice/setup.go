@@ -3,6 +3,8 @@ package endpointslice
 import (
 	"fmt"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -30,12 +32,19 @@ func Setup(ctx *setup.Context) error {
 	if maxPerSlice < 1 || maxPerSlice > 1000 {
 		return fmt.Errorf("max-endpoints-per-slice must be between 1 and 1000, but got %d", maxPerSlice)
 	}
-	cl, err := ctx.Client()
+	// The library writes through client-go: one connection (one token bucket) for both.
+	cfg := ctx.RESTConfig()
+	cl, err := ctx.NewClient(cfg, true)
 	if err != nil {
 		return err
 	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building clientset for %s: %w", ControllerName, err)
+	}
 	r := &Reconciler{
 		Client:               cl,
+		Clientset:            cs,
 		Recorder:             ctx.Recorder(eventSource),
 		MaxEndpointsPerSlice: int(maxPerSlice),
 		BatchPeriod:          batch,

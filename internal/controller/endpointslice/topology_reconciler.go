@@ -30,7 +30,7 @@ func (t *topologyReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err := t.parent.refreshTopology(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	for _, key := range t.parent.topology.overloadedServices() {
+	for _, key := range t.parent.topology.GetOverloadedServices() {
 		ns, name, err := cache.SplitMetaNamespaceKey(key)
 		if err != nil {
 			continue
@@ -63,4 +63,13 @@ func (t *topologyReconciler) setupWithManager(mgr ctrl.Manager) error {
 		}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(t)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	utilnet "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 
@@ -46,7 +47,7 @@ type Plan struct {
 type group struct {
 	addressType discoveryv1.AddressType
 	ports       []discoveryv1.EndpointPort
-	endpoints   map[string]discoveryv1.Endpoint
+	endpoints   endpointsliceutil.EndpointSet
 }
 
 // PlanSlices computes upstream's mirroring of an Endpoints into EndpointSlices, given the
@@ -64,7 +65,7 @@ func PlanSlices(ep *corev1.Endpoints, existing []*discoveryv1.EndpointSlice, max
 			k := groupKey(t, ports)
 			keys[t] = k
 			if _, ok := desired[k]; !ok {
-				desired[k] = &group{addressType: t, ports: ports, endpoints: map[string]discoveryv1.Endpoint{}}
+				desired[k] = &group{addressType: t, ports: ports, endpoints: endpointsliceutil.EndpointSet{}}
 				order = append(order, k)
 			}
 		}
@@ -79,7 +80,7 @@ func PlanSlices(ep *corev1.Endpoints, existing []*discoveryv1.EndpointSlice, max
 					plan.Invalid++
 					continue
 				}
-				desired[keys[t]].endpoints[endpointKey(&e)] = e
+				desired[keys[t]].endpoints.Insert(&e)
 				added++
 			}
 		}
@@ -144,8 +145,8 @@ func upToDate(ep *corev1.Endpoints, s *discoveryv1.EndpointSlice, g *group) bool
 		return false
 	}
 	for i := range s.Endpoints {
-		want, ok := g.endpoints[endpointKey(&s.Endpoints[i])]
-		if !ok || !sameEndpoint(&want, &s.Endpoints[i]) {
+		want := g.endpoints.Get(&s.Endpoints[i])
+		if want == nil || !endpointsliceutil.EndpointsEqualBeyondHash(want, &s.Endpoints[i]) {
 			return false
 		}
 	}
@@ -192,10 +193,13 @@ func newSlice(ep *corev1.Endpoints, g *group, old *discoveryv1.EndpointSlice) *d
 	}
 	s.Labels[discoveryv1.LabelServiceName] = ep.Name
 	s.Labels[discoveryv1.LabelManagedBy] = ManagedBy
-	for _, e := range g.endpoints {
-		s.Endpoints = append(s.Endpoints, e)
+	for _, e := range g.endpoints.UnsortedList() {
+		s.Endpoints = append(s.Endpoints, *e)
 	}
-	slices.SortFunc(s.Endpoints, func(a, b discoveryv1.Endpoint) int { return strings.Compare(endpointKey(&a), endpointKey(&b)) })
+	// In a stable order, so that the same content makes the same object.
+	slices.SortFunc(s.Endpoints, func(a, b discoveryv1.Endpoint) int {
+		return strings.Compare(strings.Join(a.Addresses, ","), strings.Join(b.Addresses, ","))
+	})
 	if old != nil {
 		s.Name, s.ResourceVersion = old.Name, old.ResourceVersion
 	} else {
@@ -252,39 +256,9 @@ func convertPorts(ports []corev1.EndpointPort) []discoveryv1.EndpointPort {
 	return out
 }
 
-// groupKey names an address type and a port list, whatever the ports' order.
+// groupKey names an address type and a port list, whatever the ports' order, as upstream.
 func groupKey(t discoveryv1.AddressType, ports []discoveryv1.EndpointPort) string {
-	parts := make([]string, 0, len(ports))
-	for _, p := range ports {
-		parts = append(parts, fmt.Sprintf("%s|%d|%s|%s", ptr.Deref(p.Name, ""), ptr.Deref(p.Port, 0),
-			ptr.Deref(p.Protocol, ""), ptr.Deref(p.AppProtocol, "\x00")))
-	}
-	slices.Sort(parts)
-	return string(t) + "/" + strings.Join(parts, ",")
-}
-
-// endpointKey identifies an endpoint as upstream's EndpointSet: addresses, hostname and
-// target, so that a change of readiness or node updates it in place.
-func endpointKey(e *discoveryv1.Endpoint) string {
-	addrs := slices.Sorted(slices.Values(e.Addresses))
-	var ns, name string
-	if e.TargetRef != nil {
-		ns, name = e.TargetRef.Namespace, e.TargetRef.Name
-	}
-	return fmt.Sprintf("%s|%s|%s/%s", strings.Join(addrs, ","), ptr.Deref(e.Hostname, ""), ns, name)
-}
-
-// sameEndpoint compares what endpointKey leaves out.
-func sameEndpoint(a, b *discoveryv1.Endpoint) bool {
-	refA, refB := a.TargetRef.DeepCopy(), b.TargetRef.DeepCopy()
-	if refA != nil && refB != nil {
-		refA.ResourceVersion, refB.ResourceVersion = "", ""
-	}
-	return ptr.Equal(a.NodeName, b.NodeName) && ptr.Equal(a.Zone, b.Zone) &&
-		ptr.Equal(a.Conditions.Ready, b.Conditions.Ready) &&
-		ptr.Equal(a.Conditions.Serving, b.Conditions.Serving) &&
-		ptr.Equal(a.Conditions.Terminating, b.Conditions.Terminating) &&
-		ptr.Equal(refA, refB)
+	return fmt.Sprintf("%s-%s", t, endpointsliceutil.NewPortMapKey(ports))
 }
 
 // ValidateFlags applies upstream's bounds to the controller's flags: 1 to 50 workers, 1 to

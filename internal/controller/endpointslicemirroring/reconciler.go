@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +56,9 @@ type Reconciler struct {
 	// (--mirroring-endpointslice-updates-batch-period).
 	BatchPeriod time.Duration
 
-	written generations
+	// slices tells the controller's own slice writes from others' and a cache that has not
+	// caught up with them (upstream's tracker).
+	slices *endpointsliceutil.EndpointSliceTracker
 }
 
 // +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;list;watch
@@ -93,8 +95,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if r.written.stale(req.NamespacedName, existing) {
+	if r.slices.StaleSlices(svc, existing) {
 		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	// Track the slices found too, as upstream, so that someone else deleting one is noticed.
+	for _, s := range existing {
+		if !r.slices.Has(s) {
+			r.slices.Update(s)
+		}
 	}
 
 	plan := PlanSlices(ep, existing, r.MaxEndpointsPerSubset)
@@ -121,20 +129,20 @@ func (r *Reconciler) apply(ctx context.Context, ep *corev1.Endpoints, plan Plan)
 				}
 				return fmt.Errorf("creating EndpointSlice for Endpoints %s: %w", key, err)
 			}
-			r.written.wrote(key, s.UID, s.Generation)
+			r.slices.Update(s)
 		}
 	}
 	for _, s := range plan.Update {
 		if err := r.Client.Update(ctx, s); err != nil {
 			return fmt.Errorf("updating EndpointSlice %s for Endpoints %s: %w", s.Name, key, err)
 		}
-		r.written.wrote(key, s.UID, s.Generation)
+		r.slices.Update(s)
 	}
 	for _, s := range plan.Delete {
 		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting EndpointSlice %s for Endpoints %s: %w", s.Name, key, err)
 		}
-		r.written.deleted(key, s.UID)
+		r.slices.ExpectDeletion(s)
 	}
 	if n := len(plan.Create) + len(plan.Update) + len(plan.Delete); n > 0 {
 		log.FromContext(ctx).V(4).Info("Mirrored Endpoints", "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
@@ -163,7 +171,7 @@ func (r *Reconciler) deleteMirrored(ctx context.Context, key types.NamespacedNam
 	if err != nil {
 		return err
 	}
-	r.written.forget(key)
+	r.slices.DeleteService(key.Namespace, key.Name)
 	var errs []error
 	for _, s := range slices {
 		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
@@ -186,6 +194,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.MaxEndpointsPerSubset <= 0 {
 		return fmt.Errorf("%s: MaxEndpointsPerSubset must be positive, got %d", ControllerName, r.MaxEndpointsPerSubset)
 	}
+	r.slices = endpointsliceutil.NewEndpointSliceTracker()
 	mirrorable := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return ShouldMirror(e.Object.(*corev1.Endpoints)) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -215,127 +224,47 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
-// sliceHandler enqueues the Endpoints of a mirrored slice that changed or went (both
-// names when its service-name label changed), after the batch period.
-func (r *Reconciler) sliceHandler() handler.EventHandler {
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
-		name := o.GetLabels()[discoveryv1.LabelServiceName]
+// sliceHandler enqueues the Endpoints of a mirrored slice that someone else changed or
+// deleted (the tracker knows the controller's own writes), or that moved between Services
+// (both names), after the batch period.
+func (r *Reconciler) sliceHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	enqueue := func(q queue, s *discoveryv1.EndpointSlice) {
+		name := s.Labels[discoveryv1.LabelServiceName]
 		if name == "" {
 			return
 		}
-		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: name}}
 		if r.BatchPeriod > 0 {
 			q.AddAfter(req, r.BatchPeriod)
 		} else {
 			q.Add(req)
 		}
 	}
-	managed := func(o client.Object) bool { return o.GetLabels()[discoveryv1.LabelManagedBy] == ManagedBy }
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if managed(e.Object) {
-				enqueue(q, e.Object)
+	managed := func(s *discoveryv1.EndpointSlice) bool { return s.Labels[discoveryv1.LabelManagedBy] == ManagedBy }
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if s := e.Object.(*discoveryv1.EndpointSlice); managed(s) && r.slices.ShouldSync(s) {
+				enqueue(q, s)
 			}
 		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			oldName := e.ObjectOld.GetLabels()[discoveryv1.LabelServiceName]
-			if oldName != e.ObjectNew.GetLabels()[discoveryv1.LabelServiceName] {
-				enqueue(q, e.ObjectOld)
-				enqueue(q, e.ObjectNew)
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			oldSlice, s := e.ObjectOld.(*discoveryv1.EndpointSlice), e.ObjectNew.(*discoveryv1.EndpointSlice)
+			if oldSlice.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName] {
+				enqueue(q, oldSlice)
+				enqueue(q, s)
 				return
 			}
-			if managed(e.ObjectOld) || managed(e.ObjectNew) {
-				enqueue(q, e.ObjectNew)
+			if managed(oldSlice) != managed(s) || (managed(s) && r.slices.ShouldSync(s)) {
+				enqueue(q, s)
 			}
 		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if managed(e.Object) {
-				r.written.gone(e.Object)
-				enqueue(q, e.Object)
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			// HandleDeletion is false when the controller did not expect the deletion.
+			s, ok := e.Object.(*discoveryv1.EndpointSlice)
+			if ok && managed(s) && r.slices.Has(s) && !r.slices.HandleDeletion(s) {
+				enqueue(q, s)
 			}
 		},
 	}
-}
-
-// generations remembers, per Endpoints, the generation of each slice this controller last
-// wrote (or that it deleted one), as upstream's EndpointSliceTracker: a sync whose cache
-// does not show those writes yet waits rather than writing again, which would create
-// duplicates or fail on conflicts. Memories older than staleTimeout are dropped, so that a
-// lost watch event cannot hold an Endpoints forever.
-type generations struct {
-	mu    sync.Mutex
-	byKey map[types.NamespacedName]*writes
-}
-
-type writes struct {
-	gens map[types.UID]int64
-	at   time.Time
-}
-
-const (
-	deletionExpected = -1
-	staleTimeout     = 30 * time.Second
-)
-
-func (g *generations) set(key types.NamespacedName, uid types.UID, gen int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.byKey == nil {
-		g.byKey = map[types.NamespacedName]*writes{}
-	}
-	w := g.byKey[key]
-	if w == nil {
-		w = &writes{gens: map[types.UID]int64{}}
-		g.byKey[key] = w
-	}
-	w.gens[uid], w.at = gen, time.Now()
-}
-
-func (g *generations) wrote(key types.NamespacedName, uid types.UID, gen int64) { g.set(key, uid, gen) }
-func (g *generations) deleted(key types.NamespacedName, uid types.UID) {
-	g.set(key, uid, deletionExpected)
-}
-
-// gone forgets a slice once its deletion is observed.
-func (g *generations) gone(o client.Object) {
-	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[discoveryv1.LabelServiceName]}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if w := g.byKey[key]; w != nil {
-		delete(w.gens, o.GetUID())
-	}
-}
-
-func (g *generations) forget(key types.NamespacedName) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.byKey, key)
-}
-
-// stale reports whether the cached slices predate a write of ours: a slice written is
-// missing or older, or a slice deleted is still there.
-func (g *generations) stale(key types.NamespacedName, cached []*discoveryv1.EndpointSlice) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w := g.byKey[key]
-	if w == nil {
-		return false
-	}
-	if time.Since(w.at) > staleTimeout {
-		delete(g.byKey, key)
-		return false
-	}
-	seen := map[types.UID]bool{}
-	for _, s := range cached {
-		seen[s.UID] = true
-		if gen, ok := w.gens[s.UID]; ok && (gen == deletionExpected || gen > s.Generation) {
-			return true
-		}
-	}
-	for uid, gen := range w.gens {
-		if gen != deletionExpected && !seen[uid] {
-			return true
-		}
-	}
-	return false
 }
