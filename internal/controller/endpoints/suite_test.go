@@ -24,27 +24,12 @@ import (
 var env *testenv.Env
 
 func TestEndpointsController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "endpoints-controller suite")
+	testenv.RunSuite(t, "endpoints-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"endpoints-controller"})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStart([]string{endpoints.ControllerName})
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ep-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func createService(ctx context.Context, ns, name string, mutate ...func(*corev1.Service)) *corev1.Service {
 	svc := &corev1.Service{
@@ -117,7 +102,7 @@ func summary(ep *corev1.Endpoints) []string {
 
 var _ = Describe("endpoints-controller", func() {
 	It("lists ready pods in addresses and unready ones in notReadyAddresses, and deletes the Endpoints with its Service", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		svc := createService(ctx, ns, "web")
 		a := createPod(ctx, ns, "web", "a", "10.0.0.1", 8080, true)
 		createPod(ctx, ns, "web", "b", "10.0.0.2", 8080, false)
@@ -132,7 +117,7 @@ var _ = Describe("endpoints-controller", func() {
 			addr := ep.Subsets[0].Addresses[0]
 			g.Expect(addr.TargetRef).NotTo(BeNil())
 			g.Expect([]any{addr.TargetRef.Kind, addr.TargetRef.Namespace, addr.TargetRef.Name, addr.TargetRef.UID}).To(Equal([]any{"Pod", ns, "a", a.UID}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the unready pod turning ready, and the ready one being deleted")
 		b := &corev1.Pod{}
@@ -141,17 +126,17 @@ var _ = Describe("endpoints-controller", func() {
 		Expect(env.Client.Delete(ctx, a, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(summary(getEndpoints(ctx, g, ns, "web"))).To(Equal([]string{"[web/8080]: [10.0.0.2] | []"}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		By("deleting the Service")
 		Expect(env.Client.Delete(ctx, svc)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Endpoints{}))
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		}).Should(BeTrue())
 	})
 
 	It("publishes unready pods as ready with publishNotReadyAddresses, labels a headless Service's Endpoints, and recreates it when deleted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		createService(ctx, ns, "pub", func(s *corev1.Service) {
 			s.Spec.PublishNotReadyAddresses = true
 			s.Spec.ClusterIP = corev1.ClusterIPNone
@@ -162,17 +147,17 @@ var _ = Describe("endpoints-controller", func() {
 			ep := getEndpoints(ctx, g, ns, "pub")
 			g.Expect(summary(ep)).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
 			g.Expect(ep.Labels).To(HaveKeyWithValue(corev1.IsHeadlessService, ""))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		By("deleting the Endpoints: it comes back while the Service stands")
 		Expect(env.Client.Delete(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pub"}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(summary(getEndpoints(ctx, g, ns, "pub"))).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("splits pods whose named port resolves differently into two subsets", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		createService(ctx, ns, "named")
 		createPod(ctx, ns, "named", "a", "10.0.0.1", 8080, true)
 		createPod(ctx, ns, "named", "b", "10.0.0.2", 9090, true)
@@ -182,11 +167,11 @@ var _ = Describe("endpoints-controller", func() {
 				"[web/8080]: [10.0.0.1] | [10.0.0.3]",
 				"[web/9090]: [10.0.0.2] | []",
 			))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("leaves alone the Endpoints of a Service without a selector", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		createService(ctx, ns, "manual", func(s *corev1.Service) { s.Spec.Selector = nil })
 		ep := &corev1.Endpoints{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual", Labels: map[string]string{"mine": "yes"}},
@@ -197,14 +182,28 @@ var _ = Describe("endpoints-controller", func() {
 		}
 		Expect(env.Client.Create(ctx, ep)).To(Succeed())
 		createPod(ctx, ns, "manual", "a", "10.0.0.1", 8080, true)
+		By("a Service created after it, selecting the same pod, gets its Endpoints: the controller saw them all")
+		createService(ctx, ns, "control", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "manual"} })
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "control"))).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
+		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			got := getEndpoints(ctx, g, ns, "manual")
 			g.Expect(got.ResourceVersion).To(Equal(ep.ResourceVersion))
 		}).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("the Service gaining a selector: the controller takes its Endpoints over")
+		svc := &corev1.Service{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "manual"}, svc)).To(Succeed())
+		svc.Spec.Selector = map[string]string{"app": "manual"}
+		Expect(env.Client.Update(ctx, svc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(summary(getEndpoints(ctx, g, ns, "manual"))).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
+		}).Should(Succeed())
 	})
 
 	It("does not write the Endpoints again when nothing it lists changed", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		svc := createService(ctx, ns, "quiet")
 		p := createPod(ctx, ns, "quiet", "a", "10.0.0.1", 8080, true)
 		var rv string
@@ -212,10 +211,10 @@ var _ = Describe("endpoints-controller", func() {
 			ep := getEndpoints(ctx, g, ns, "quiet")
 			g.Expect(summary(ep)).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
 			rv = ep.ResourceVersion
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		// Let any write racing the first one land before taking the reference.
 		Consistently(func(g Gomega) string { return getEndpoints(ctx, g, ns, "quiet").ResourceVersion }).
-			WithTimeout(2 * time.Second).Should(Equal(rv))
+			Should(Equal(rv))
 
 		By("changing the Service (a sync runs) and a pod's annotations")
 		svc.Annotations = map[string]string{"touched": "1"}
@@ -229,11 +228,11 @@ var _ = Describe("endpoints-controller", func() {
 		createPod(ctx, ns, "quiet", "b", "10.0.0.2", 8080, true)
 		Eventually(func(g Gomega) {
 			g.Expect(summary(getEndpoints(ctx, g, ns, "quiet"))).To(Equal([]string{"[web/8080]: [10.0.0.1 10.0.0.2] | []"}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("truncates past 1000 addresses, ready ones first, with the over-capacity annotation, and drops it below", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		createService(ctx, ns, "big")
 		const ready, unready = 1003, 2
 		// The test plays the kubelet for many pods: a few writers in parallel.
@@ -276,12 +275,12 @@ var _ = Describe("endpoints-controller", func() {
 	})
 
 	It("deletes at start the Endpoints whose Service went while it was not running, but not leader-election locks", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		Expect(env.StopManager()).To(Succeed())
 		restarted := false
 		DeferCleanup(func() {
 			if !restarted {
-				Expect(env.StartManager([]string{"endpoints-controller"})).To(Succeed())
+				Expect(env.StartManager([]string{endpoints.ControllerName})).To(Succeed())
 			}
 		})
 		subset := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}}
@@ -291,18 +290,18 @@ var _ = Describe("endpoints-controller", func() {
 		Expect(env.Client.Create(ctx, orphan)).To(Succeed())
 		Expect(env.Client.Create(ctx, lock)).To(Succeed())
 
-		Expect(env.StartManager([]string{"endpoints-controller"})).To(Succeed())
+		Expect(env.StartManager([]string{endpoints.ControllerName})).To(Succeed())
 		restarted = true
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.Endpoints{}))
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		}).Should(BeTrue())
 		Consistently(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(lock), &corev1.Endpoints{})
-		}).WithTimeout(2 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("reports a failed creation with a FailedToCreateEndpoint Event, and retries", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "ep")
 		// A validating admission policy refusing Endpoints in this namespace.
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "refuse-endpoints-" + ns},
@@ -337,7 +336,7 @@ var _ = Describe("endpoints-controller", func() {
 				_ = env.Client.Delete(ctx, probe)
 			}
 			return err
-		}).WithTimeout(20 * time.Second).Should(HaveOccurred())
+		}).Should(HaveOccurred())
 		createService(ctx, ns, "refused")
 		createPod(ctx, ns, "refused", "a", "10.0.0.1", 8080, true)
 		Eventually(func(g Gomega) {
@@ -350,11 +349,11 @@ var _ = Describe("endpoints-controller", func() {
 				}
 			}
 			g.Expect(notes).To(ContainElement(HavePrefix(fmt.Sprintf("Failed to create endpoint for service %s/refused: ", ns))))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(summary(getEndpoints(ctx, g, ns, "refused"))).To(Equal([]string{"[web/8080]: [10.0.0.1] | []"}))
-		}).WithTimeout(30 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 })

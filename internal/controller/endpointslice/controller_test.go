@@ -16,7 +16,7 @@ import (
 
 var _ = Describe("endpointslice-controller", func() {
 	It("lists ready, not-ready and terminating pods with upstream's conditions, node, zone, target and hostname", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		svc := service(ns, "web", "web", intstr.FromInt32(8080))
 		svc.Labels = map[string]string{"tier": "front", discoveryv1.LabelManagedBy: "someone-else"}
 		Expect(env.Client.Create(ctx, svc)).To(Succeed())
@@ -57,7 +57,7 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(r.TargetRef.UID).NotTo(BeEmpty())
 			g.Expect(eps["unready"].Zone).To(Equal(ptr.To(zoneB)))
 			g.Expect(eps["unready"].Hostname).To(BeNil())
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the unready pod becoming Ready")
 		p := &corev1.Pod{}
@@ -69,11 +69,11 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(conditions(endpointsByPod(slices)["unready"])).To(Equal([3]bool{true, true, false}))
 			g.Expect(slices[0].Annotations).To(HaveKeyWithValue(corev1.EndpointsLastChangeTriggerTime,
 				p.Status.Conditions[0].LastTransitionTime.UTC().Format(time.RFC3339Nano)), "the Ready transition that triggered the write")
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("marks not-ready and terminating pods ready when the Service publishes not-ready addresses", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		svc := service(ns, "pub", "pub", intstr.FromInt32(80))
 		svc.Spec.PublishNotReadyAddresses = true
 		Expect(env.Client.Create(ctx, svc)).To(Succeed())
@@ -85,11 +85,11 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(eps).To(HaveLen(2))
 			g.Expect(conditions(eps["unready"])).To(Equal([3]bool{true, false, false}))
 			g.Expect(conditions(eps["terminating"])).To(Equal([3]bool{true, false, true}))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("puts pods that resolve a named targetPort differently in different slices", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		Expect(env.Client.Create(ctx, service(ns, "named", "named", intstr.FromString("web")))).To(Succeed())
 		createPod(ctx, ns, "p8080", "named", podOpts{node: nodeA, ips: []string{"10.3.0.1"}, ready: true,
 			ports: []corev1.ContainerPort{{Name: "web", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}})
@@ -108,11 +108,11 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(byPort).To(HaveLen(2))
 			g.Expect(byPort[8080]).To(ConsistOf("p8080", "p8080b"))
 			g.Expect(byPort[9090]).To(ConsistOf("p9090"))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("splits 150 endpoints over two slices of at most 100, deletes a slice emptied by scale-down and refills the other before making a new one", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		Expect(env.Client.Create(ctx, service(ns, "big", "big", intstr.FromInt32(80)))).To(Succeed())
 		for i := range 150 {
 			createPod(ctx, ns, fmt.Sprintf("p%03d", i), "big", podOpts{node: nodeA, ips: []string{fmt.Sprintf("10.4.%d.%d", i/200, i%200+1)}, ready: true})
@@ -163,7 +163,7 @@ var _ = Describe("endpointslice-controller", func() {
 	})
 
 	It("keeps one empty placeholder slice for a Service that selects nothing, and reuses it", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		Expect(env.Client.Create(ctx, service(ns, "empty", "nobody", intstr.FromInt32(80)))).To(Succeed())
 		var placeholder discoveryv1.EndpointSlice
 		Eventually(func(g Gomega) {
@@ -173,7 +173,7 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(placeholder.Endpoints).To(BeEmpty())
 			g.Expect(placeholder.Ports).To(BeEmpty())
 			g.Expect(placeholder.AddressType).To(Equal(discoveryv1.AddressTypeIPv4))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("a pod appearing: the placeholder becomes its slice")
 		p := createPod(ctx, ns, "late", "nobody", podOpts{node: nodeA, ips: []string{"10.6.0.1"}, ready: true})
@@ -183,7 +183,7 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(slices[0].Name).To(Equal(placeholder.Name))
 			g.Expect(slices[0].Endpoints).To(HaveLen(1))
 			g.Expect(slices[0].Ports).To(HaveLen(1))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the pod going: back to the placeholder, in the same slice")
 		Expect(env.Client.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
@@ -193,11 +193,11 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(slices[0].Name).To(Equal(placeholder.Name))
 			g.Expect(slices[0].Endpoints).To(BeEmpty())
 			g.Expect(slices[0].Ports).To(BeEmpty())
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("makes no slices for selector-less and ExternalName Services", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		manual := service(ns, "manual", "x", intstr.FromInt32(80))
 		manual.Spec.Selector = nil
 		Expect(env.Client.Create(ctx, manual)).To(Succeed())
@@ -211,16 +211,16 @@ var _ = Describe("endpointslice-controller", func() {
 		Expect(env.Client.Create(ctx, service(ns, "control", "x", intstr.FromInt32(80)))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(endpointsByPod(slicesOf(ctx, g, ns, "control"))).To(HaveKey("x"))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			list := &discoveryv1.EndpointSliceList{}
 			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
-		}).WithTimeout(2 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("does not write slices when a sync changes nothing, and restores a slice a user edited or deleted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		svc := service(ns, "calm", "calm", intstr.FromInt32(80))
 		Expect(env.Client.Create(ctx, svc)).To(Succeed())
 		createPod(ctx, ns, "a", "calm", podOpts{node: nodeA, ips: []string{"10.7.0.1"}, ready: true})
@@ -231,7 +231,7 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(slices).To(HaveLen(1))
 			g.Expect(slices[0].Endpoints).To(HaveLen(2))
 			before = slices[0]
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("updating the Service (a sync) and a pod in ways that do not change endpoints")
 		svc.Annotations = map[string]string{"touched": "yes"}
@@ -255,7 +255,7 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(slices[0].Labels).To(HaveKeyWithValue("team", "blue"))
 			g.Expect(slices[0].Name).To(Equal(before.Name))
 			before = slices[0]
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("a user removing an endpoint: restored")
 		edited := before.DeepCopy()
@@ -265,7 +265,7 @@ var _ = Describe("endpointslice-controller", func() {
 			slices := slicesOf(ctx, g, ns, "calm")
 			g.Expect(slices).To(HaveLen(1))
 			g.Expect(slices[0].Endpoints).To(HaveLen(2))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("a user deleting the slice: a new one")
 		Expect(env.Client.Delete(ctx, &before)).To(Succeed())
@@ -274,11 +274,11 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(slices).To(HaveLen(1))
 			g.Expect(slices[0].Name).NotTo(Equal(before.Name))
 			g.Expect(endpointsByPod(slices)).To(HaveLen(2))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("leaves out a pod on a missing node and reports FailedToUpdateEndpointSlices", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		Expect(env.Client.Create(ctx, service(ns, "ghost", "ghost", intstr.FromInt32(80)))).To(Succeed())
 		createPod(ctx, ns, "real", "ghost", podOpts{node: nodeA, ips: []string{"10.8.0.1"}, ready: true})
 		createPod(ctx, ns, "lost", "ghost", podOpts{node: "no-such-node", ips: []string{"10.8.0.2"}, ready: true})
@@ -286,13 +286,13 @@ var _ = Describe("endpointslice-controller", func() {
 			eps := endpointsByPod(slicesOf(ctx, g, ns, "ghost"))
 			g.Expect(eps).To(HaveLen(1))
 			g.Expect(eps).To(HaveKey("real"))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		expectEvent(ctx, ns, "ghost", corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
 			Equal(fmt.Sprintf("Error updating Endpoint Slices for Service %s/ghost: skipping Pod lost for Service %s/ghost: Node no-such-node Not Found", ns, ns)))
 	})
 
 	It("hints ready endpoints for their zone (and node) as trafficDistribution asks, and drops hints when it goes", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		svc := service(ns, "close", "close", intstr.FromInt32(80))
 		svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferSameNode)
 		Expect(env.Client.Create(ctx, svc)).To(Succeed())
@@ -305,7 +305,7 @@ var _ = Describe("endpointslice-controller", func() {
 				ForZones: []discoveryv1.ForZone{{Name: zoneA}}, ForNodes: []discoveryv1.ForNode{{Name: nodeA}},
 			}))
 			g.Expect(eps["b"].Hints).To(BeNil(), "not ready: no hints")
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("PreferClose: zone hints only")
 		svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
@@ -314,18 +314,18 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(endpointsByPod(slicesOf(ctx, g, ns, "close"))["a"].Hints).To(Equal(&discoveryv1.EndpointHints{
 				ForZones: []discoveryv1.ForZone{{Name: zoneA}},
 			}))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("no trafficDistribution: no hints")
 		svc.Spec.TrafficDistribution = nil
 		Expect(env.Client.Update(ctx, svc)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(endpointsByPod(slicesOf(ctx, g, ns, "close"))["a"].Hints).To(BeNil())
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("allocates topology-aware hints by zone CPU for topology-mode Auto, with upstream's Events", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		svc := service(ns, "auto", "auto", intstr.FromInt32(80))
 		svc.Annotations = map[string]string{corev1.AnnotationTopologyMode: "Auto"}
 		Expect(env.Client.Create(ctx, svc)).To(Succeed())
@@ -344,7 +344,7 @@ var _ = Describe("endpointslice-controller", func() {
 				hinted[ep.Hints.ForZones[0].Name]++
 			}
 			g.Expect(hinted).To(Equal(map[string]int{zoneA: 2, zoneB: 2}))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		expectEvent(ctx, ns, "auto", corev1.EventTypeNormal, "TopologyAwareHintsEnabled",
 			Equal("Topology Aware Hints has been enabled, addressType: IPv4"))
 
@@ -355,7 +355,7 @@ var _ = Describe("endpointslice-controller", func() {
 			for _, ep := range endpointsByPod(slicesOf(ctx, g, ns, "auto")) {
 				g.Expect(ep.Hints).To(BeNil())
 			}
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		expectEvent(ctx, ns, "auto", corev1.EventTypeWarning, "TopologyAwareHintsDisabled",
 			Equal("Topology Aware Hints has been disabled, addressType: IPv4"))
 	})

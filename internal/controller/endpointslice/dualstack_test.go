@@ -13,7 +13,7 @@ import (
 // The suite's API server has an IPv4 and an IPv6 service range (testenv.DualStack).
 var _ = Describe("endpointslice-controller on a dual-stack cluster", func() {
 	It("writes one slice per address family the Service asks for, each with the pods' addresses of that family", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "eps")
 		dual := service(ns, "dual", "web", intstr.FromInt32(8080))
 		dual.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
 		dual.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
@@ -45,6 +45,6 @@ var _ = Describe("endpointslice-controller on a dual-stack cluster", func() {
 			g.Expect(addresses(g, "v6")).To(MatchAllKeys(Keys{
 				discoveryv1.AddressTypeIPv6: ConsistOf("fd00:7::1", "fd00:7::2"),
 			}), "an IPv6-only Service gets IPv6 slices only")
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 })

@@ -31,15 +31,12 @@ const (
 )
 
 func TestEndpointSliceController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "endpointslice-controller suite")
+	testenv.RunSuite(t, "endpointslice-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.StartAPIServer(testenv.DualStack)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(env.StartManager([]string{"endpointslice-controller"})).To(Succeed())
+	env = testenv.MustStartAPIServer(testenv.DualStack)
+	Expect(env.StartManager([]string{endpointslice.ControllerName})).To(Succeed())
 	ctx := context.Background()
 	for name, zone := range map[string]string{nodeA: zoneA, nodeB: zoneB} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
@@ -51,18 +48,6 @@ var _ = BeforeSuite(func() {
 		Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
 	}
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "eps-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 // service is a ClusterIP Service selecting app=app, port "http" 80 to targetPort.
 func service(ns, name, app string, targetPort intstr.IntOrString) *corev1.Service {
@@ -180,7 +165,5 @@ func expectEvent(ctx context.Context, ns, regarding, eventType, reason string, n
 		}
 		g.Expect(seen).To(ContainElement(And(ContainSubstring(regarding+" "+eventType+" "+reason))), "no matching Event")
 		g.Expect(false).To(BeTrue(), "no Event with a matching note among %v", seen)
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 }
-
-const timeout = 30 * time.Second

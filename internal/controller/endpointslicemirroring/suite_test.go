@@ -22,31 +22,16 @@ import (
 var env *testenv.Env
 
 func TestEndpointSliceMirroringController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "endpointslice-mirroring-controller suite")
+	testenv.RunSuite(t, "endpointslice-mirroring-controller suite")
 }
 
 // maxPerSubset is lowered from upstream's 1000 so that the cap is cheap to reach.
 const maxPerSubset = 4
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"endpointslice-mirroring-controller"},
+	env = testenv.MustStart([]string{endpointslicemirroring.ControllerName},
 		fmt.Sprintf("--mirroring-max-endpoints-per-subset=%d", maxPerSubset))
-	Expect(err).NotTo(HaveOccurred())
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mirror-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func createService(ctx context.Context, ns, name string, selector map[string]string) *corev1.Service {
 	svc := &corev1.Service{
@@ -104,15 +89,15 @@ func expectNoSlices(ctx context.Context, ns, name string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		g.Expect(mirrored(ctx, g, ns, name)).To(BeEmpty())
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 	Consistently(func(g Gomega) {
 		g.Expect(mirrored(ctx, g, ns, name)).To(BeEmpty())
-	}).WithTimeout(2 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 }
 
 var _ = Describe("endpointslice-mirroring-controller", func() {
 	It("mirrors a user's Endpoints into one slice per address type, with its labels, annotations, ports and addresses", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "ext", nil)
 		ep := &corev1.Endpoints{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ext", Labels: map[string]string{"team": "blue"},
@@ -152,18 +137,18 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 					g.Expect(*e.NodeName).To(Equal("node-1"))
 				}
 			}
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("updates the slice in place when the Endpoints changes, and never rewrites an unchanged one", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "ext", nil)
 		ep := createEndpoints(ctx, ns, "ext", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1", "10.0.0.2"), Ports: webPort})
 		var first discoveryv1.EndpointSlice
 		Eventually(func(g Gomega) {
 			first = mirrored(ctx, g, ns, "ext")[discoveryv1.AddressTypeIPv4]
 			g.Expect(readiness(first)).To(Equal([]string{"10.0.0.1 true", "10.0.0.2 true"}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		By("reordering the slice's endpoints (same content), then changing only the Endpoints' trigger time")
 		slices.Reverse(first.Endpoints)
@@ -184,11 +169,11 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 			s := mirrored(ctx, g, ns, "ext")[discoveryv1.AddressTypeIPv4]
 			g.Expect(readiness(s)).To(Equal([]string{"10.0.0.1 false", "10.0.0.2 true", "10.0.0.3 true"}))
 			g.Expect(s.Name).To(Equal(first.Name), "updated in place")
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("mirrors nothing for an Endpoints labelled skip-mirror, and deletes what it mirrored when the label comes", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "skipped", nil)
 		createEndpoints(ctx, ns, "skipped", map[string]string{discoveryv1.LabelSkipMirror: "true"},
 			corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
@@ -198,14 +183,14 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 		ep := createEndpoints(ctx, ns, "later", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
 		Eventually(func(g Gomega) {
 			g.Expect(mirrored(ctx, g, ns, "later")).To(HaveLen(1))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		ep.Labels = map[string]string{discoveryv1.LabelSkipMirror: "true"}
 		Expect(env.Client.Update(ctx, ep)).To(Succeed())
 		expectNoSlices(ctx, ns, "later")
 	})
 
 	It("does not mirror the Endpoints of a Service with a selector, and deletes the slices when a selector comes", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "selected", map[string]string{"app": "x"})
 		createEndpoints(ctx, ns, "selected", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
 		expectNoSlices(ctx, ns, "selected")
@@ -214,35 +199,35 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 		createEndpoints(ctx, ns, "gains", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
 		Eventually(func(g Gomega) {
 			g.Expect(mirrored(ctx, g, ns, "gains")).To(HaveLen(1))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		svc.Spec.Selector = map[string]string{"app": "x"}
 		Expect(env.Client.Update(ctx, svc)).To(Succeed())
 		expectNoSlices(ctx, ns, "gains")
 	})
 
 	It("mirrors an Endpoints only once its Service exists", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createEndpoints(ctx, ns, "early", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1"), Ports: webPort})
 		expectNoSlices(ctx, ns, "early")
 		createService(ctx, ns, "early", nil)
 		Eventually(func(g Gomega) {
 			g.Expect(readiness(mirrored(ctx, g, ns, "early")[discoveryv1.AddressTypeIPv4])).To(Equal([]string{"10.0.0.1 true"}))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("deletes the mirrored slices when the Endpoints is deleted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "gone", nil)
 		ep := createEndpoints(ctx, ns, "gone", nil, corev1.EndpointSubset{Addresses: addresses("10.0.0.1", "fd00::1"), Ports: webPort})
 		Eventually(func(g Gomega) {
 			g.Expect(mirrored(ctx, g, ns, "gone")).To(HaveLen(2))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		Expect(env.Client.Delete(ctx, ep)).To(Succeed())
 		expectNoSlices(ctx, ns, "gone")
 	})
 
 	It("mirrors at most --mirroring-max-endpoints-per-subset addresses per subset, ready first, with a TooManyAddressesToMirror Event", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "mirror")
 		createService(ctx, ns, "many", nil)
 		createEndpoints(ctx, ns, "many", nil, corev1.EndpointSubset{
 			Addresses:         addresses("10.0.0.1", "10.0.0.2", "10.0.0.3"),
@@ -259,7 +244,7 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 				}
 			}
 			g.Expect(ready).To(Equal(3), "ready addresses are mirrored first")
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			list := &eventsv1.EventList{}
 			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -271,6 +256,6 @@ var _ = Describe("endpointslice-mirroring-controller", func() {
 			}
 			g.Expect(notes).To(ContainElement(fmt.Sprintf(
 				"A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. 2 addresses were skipped", maxPerSubset)))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 	})
 })
