@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
 )
 
@@ -52,15 +53,6 @@ func serviceUpdateMatters(old, cur *corev1.Service) bool {
 	return quotaServiceType(old) != quotaServiceType(cur)
 }
 
-// pvcClass is the claim's storage class: spec.storageClassName, or the beta annotation
-// older claims carry.
-func pvcClass(pvc *corev1.PersistentVolumeClaim) string {
-	if c, ok := pvc.Annotations[corev1.BetaStorageClassAnnotation]; ok {
-		return c
-	}
-	return ptr.Deref(pvc.Spec.StorageClassName, "")
-}
-
 // pvcStorage is the storage a claim is charged: its request rounded up to a whole byte,
 // or what was allocated when an expansion allocated more.
 func pvcStorage(pvc *corev1.PersistentVolumeClaim) *resource.Quantity {
@@ -87,7 +79,7 @@ func pvcUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
 		countName(pvcsGR):                     one,
 		corev1.ResourcePersistentVolumeClaims: one,
 	}
-	class := pvcClass(pvc)
+	class := storagehelpers.GetPersistentVolumeClaimClass(pvc)
 	if class != "" {
 		out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one
 	}
