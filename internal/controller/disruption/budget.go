@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 
 	"github.com/kcm/kcm/internal/pod"
 )
@@ -145,9 +146,10 @@ func disruptionsAllowed(currentHealthy, desiredHealthy, expected int32) int32 {
 }
 
 // newStatus is the budget's status after a successful sync, with the DisruptionAllowed
-// condition (SufficientPods when a disruption is allowed, InsufficientPods otherwise).
-func newStatus(pdb *policyv1.PodDisruptionBudget, currentHealthy, desiredHealthy, expected int32, disrupted map[string]metav1.Time, now time.Time) policyv1.PodDisruptionBudgetStatus {
-	status := policyv1.PodDisruptionBudgetStatus{
+// condition set by upstream's helper (SufficientPods when a disruption is allowed,
+// InsufficientPods otherwise; a transition is stamped with the wall clock, as upstream).
+func newStatus(pdb *policyv1.PodDisruptionBudget, currentHealthy, desiredHealthy, expected int32, disrupted map[string]metav1.Time) policyv1.PodDisruptionBudgetStatus {
+	updated := &policyv1.PodDisruptionBudget{Status: policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: pdb.Generation,
 		DisruptedPods:      disrupted,
 		DisruptionsAllowed: disruptionsAllowed(currentHealthy, desiredHealthy, expected),
@@ -155,19 +157,9 @@ func newStatus(pdb *policyv1.PodDisruptionBudget, currentHealthy, desiredHealthy
 		DesiredHealthy:     desiredHealthy,
 		ExpectedPods:       expected,
 		Conditions:         copyConditions(pdb.Status.Conditions),
-	}
-	cond := metav1.Condition{
-		Type:               policyv1.DisruptionAllowedCondition,
-		Status:             metav1.ConditionFalse,
-		Reason:             policyv1.InsufficientPodsReason,
-		ObservedGeneration: status.ObservedGeneration,
-		LastTransitionTime: metav1.NewTime(now),
-	}
-	if status.DisruptionsAllowed > 0 {
-		cond.Status, cond.Reason = metav1.ConditionTrue, policyv1.SufficientPodsReason
-	}
-	apimeta.SetStatusCondition(&status.Conditions, cond)
-	return status
+	}}
+	pdbhelper.UpdateDisruptionAllowedCondition(updated)
+	return updated.Status
 }
 
 // failedStatus is upstream's fail-safe: whatever went wrong, no disruption is allowed, and

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 // ControllerName is upstream's name for the controller, its client and its Events.
@@ -103,7 +105,7 @@ func (r *Reconciler) sync(ctx context.Context, pdb *policyv1.PodDisruptionBudget
 			"Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
 	}
 	healthy := countHealthy(pods, disrupted, now)
-	if err := r.writeStatus(ctx, pdb, newStatus(pdb, healthy, desired, expected, disrupted, now)); err != nil {
+	if err := r.writeStatus(ctx, pdb, newStatus(pdb, healthy, desired, expected, disrupted)); err != nil {
 		return reconcile.Result{}, err
 	}
 	if recheck != nil {
@@ -133,16 +135,17 @@ func (r *Reconciler) podsOf(ctx context.Context, pdb *policyv1.PodDisruptionBudg
 	return pods, nil
 }
 
-// writeStatus patches status when it differs. The patch carries the resourceVersion: the
-// eviction API writes disruptedPods and disruptionsAllowed too, and a status computed before
-// an eviction must not overwrite the eviction's (a conflict retries instead).
+// writeStatus patches status when it differs.
 func (r *Reconciler) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget, status policyv1.PodDisruptionBudgetStatus) error {
 	if equality.Semantic.DeepEqual(pdb.Status, status) {
 		return nil
 	}
 	orig := pdb.DeepCopy()
 	pdb.Status = status
-	if err := r.Client.Status().Patch(ctx, pdb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Optimistic: the eviction API writes disruptedPods and disruptionsAllowed too, and a
+	// status computed before an eviction must not overwrite the eviction's (a conflict
+	// retries instead).
+	if err := patch.Status(ctx, r.Client, pdb, orig, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating PodDisruptionBudget status: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 )
 
@@ -55,8 +56,9 @@ func (r *StalePodReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	orig := p.DeepCopy()
 	setDisruptionTargetFalse(p, now)
-	// Optimistic lock: a new eviction may have set the condition again since our read.
-	if err := r.Client.Status().Patch(ctx, p, client.StrategicMergeFrom(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Optimistic: a new eviction may have set the condition again since our read, and the
+	// merge patch replaces the whole conditions list (upstream's UpdateStatus locks too).
+	if err := patch.Status(ctx, r.Client, p, orig, patch.Optimistic); err != nil {
 		return reconcile.Result{}, fmt.Errorf("clearing DisruptionTarget condition: %w", err)
 	}
 	log.FromContext(ctx).V(2).Info("Reset stale DisruptionTarget condition to False")

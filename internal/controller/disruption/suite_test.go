@@ -25,27 +25,12 @@ import (
 var env *testenv.Env
 
 func TestDisruptionController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "disruption-controller suite")
+	testenv.RunSuite(t, "disruption-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start([]string{"disruption-controller"})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStart([]string{"disruption-controller"})
 })
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pdb-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
 
 func labelsOf(app string) map[string]string { return map[string]string{"app": app} }
 
@@ -132,7 +117,7 @@ func expectStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget, w want
 		g.Expect(c.Reason).To(Equal(w.reason))
 		g.Expect(c.Status).To(Equal(map[bool]metav1.ConditionStatus{true: metav1.ConditionTrue, false: metav1.ConditionFalse}[w.allowed > 0]))
 		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
-	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	}).Should(Succeed())
 }
 
 func evict(ctx context.Context, p *corev1.Pod) error {
@@ -155,12 +140,12 @@ func expectEvent(ctx context.Context, ns, regarding, eventType, reason, note str
 			seen = append(seen, fmt.Sprintf("%s %s %s: %s", e.Regarding.Name, e.Type, e.Reason, e.Note))
 		}
 		g.Expect(seen).To(ContainElement(fmt.Sprintf("%s %s %s: %s", regarding, eventType, reason, note)))
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+	}).Should(Succeed())
 }
 
 var _ = Describe("disruption-controller", func() {
 	It("allows one disruption for minAvailable 2 of 3 ready pods, and the eviction API follows the status", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		rs := createReplicaSet(ctx, ns, "web", 3, nil)
 		ref := metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 		pods := createPods(ctx, ns, "web", 3, ref, true)
@@ -171,13 +156,13 @@ var _ = Describe("disruption-controller", func() {
 		Expect(evict(ctx, pods[0])).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pods[0]), &corev1.Pod{}))
-		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		}).Should(BeTrue())
 		expectStatus(ctx, pdb, want{expected: 2, current: 2, desired: 2, allowed: 0, reason: policyv1.InsufficientPodsReason})
 		Eventually(func(g Gomega) {
 			got := &policyv1.PodDisruptionBudget{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)).To(Succeed())
 			g.Expect(got.Status.DisruptedPods).To(BeEmpty(), "the deleted pod's entry is dropped")
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 
 		By("evicting another: refused with 429 while disruptionsAllowed is 0")
 		err := evict(ctx, pods[1])
@@ -186,7 +171,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("follows maxUnavailable 50% through the ReplicaSet's scale and pod readiness", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		rs := createReplicaSet(ctx, ns, "api", 4, nil)
 		ref := metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 		pods := createPods(ctx, ns, "api", 4, ref, true)
@@ -205,7 +190,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("does not count a pod the eviction API recorded in disruptedPods, until the entry expires", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		rs := createReplicaSet(ctx, ns, "evicted", 3, nil)
 		pods := createPods(ctx, ns, "evicted", 3, metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")), true)
 		pdb := createPDB(ctx, ns, "evicted", new(intstr.FromInt32(1)), nil)
@@ -220,7 +205,7 @@ var _ = Describe("disruption-controller", func() {
 			got.Status.DisruptedPods = map[string]metav1.Time{pods[0].Name: metav1.NewTime(time.Now().Add(-disruption.DeletionTimeout + 8*time.Second))}
 			got.Status.DisruptionsAllowed = 1
 			return env.Client.Status().Update(ctx, got)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		expectStatus(ctx, pdb, want{expected: 3, current: 2, desired: 1, allowed: 1, reason: policyv1.SufficientPodsReason})
 
 		By("the pod not being deleted: the entry expires, the pod counts again, and a NotDeleted Event says so")
@@ -233,7 +218,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("counts a Deployment's scale for the pods of its ReplicaSet", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dep"},
 			Spec: appsv1.DeploymentSpec{
@@ -250,7 +235,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("reads any other controller's /scale subresource (here a Deployment controlling pods directly)", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "direct"},
 			Spec: appsv1.DeploymentSpec{
@@ -266,7 +251,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("reports NoPods for a budget selecting nothing, and fails safe when a pod's controller has no scale", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		empty := createPDB(ctx, ns, "nothing", nil, new(intstr.FromInt32(1)))
 		expectStatus(ctx, empty, want{reason: policyv1.InsufficientPodsReason})
 		expectEvent(ctx, ns, "nothing", corev1.EventTypeNormal, "NoPods", "No matching pods found")
@@ -284,7 +269,7 @@ var _ = Describe("disruption-controller", func() {
 			g.Expect(c.Reason).To(Equal(policyv1.SyncFailedReason))
 			g.Expect(c.Message).To(Equal("configmaps does not implement the scale subresource"))
 			g.Expect(got.Status.DisruptionsAllowed).To(BeZero())
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).Should(Succeed())
 		expectEvent(ctx, ns, "cm", corev1.EventTypeWarning, "CalculateExpectedPodCountFailed",
 			"Failed to calculate the number of expected pods: configmaps does not implement the scale subresource")
 
@@ -297,7 +282,7 @@ var _ = Describe("disruption-controller", func() {
 	})
 
 	It("sets a stale DisruptionTarget condition to False", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "pdb")
 		pods := createPods(ctx, ns, "stale", 2, nil, true)
 		mark := func(p *corev1.Pod, since time.Time) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
@@ -321,7 +306,7 @@ var _ = Describe("disruption-controller", func() {
 				return corev1.PodCondition{}
 			}
 		}
-		Eventually(condOf(pods[0])).WithTimeout(20 * time.Second).Should(And(
+		Eventually(condOf(pods[0])).Should(And(
 			HaveField("Status", corev1.ConditionFalse), HaveField("Reason", ""), HaveField("Message", "")))
 		Consistently(condOf(pods[1])).WithTimeout(2 * time.Second).Should(HaveField("Status", corev1.ConditionTrue))
 	})
