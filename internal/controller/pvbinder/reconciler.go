@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -36,24 +37,25 @@ const (
 	DefaultSyncPeriod = 15 * time.Second
 )
 
-// Annotations and finalizers upstream reads and writes (k8s.io/component-helpers/storage/volume).
+// Annotations and finalizers upstream reads and writes, most named by
+// k8s.io/component-helpers/storage/volume.
 const (
-	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
-	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
-	AnnSelectedNode           = "volume.kubernetes.io/selected-node"
-	AnnDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
-	AnnMigratedTo             = "pv.kubernetes.io/migrated-to"
-	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
-	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	AnnBindCompleted          = storagehelpers.AnnBindCompleted
+	AnnBoundByController      = storagehelpers.AnnBoundByController
+	AnnSelectedNode           = storagehelpers.AnnSelectedNode
+	AnnDynamicallyProvisioned = storagehelpers.AnnDynamicallyProvisioned
+	AnnMigratedTo             = storagehelpers.AnnMigratedTo
+	AnnStorageProvisioner     = storagehelpers.AnnStorageProvisioner
+	AnnBetaStorageProvisioner = storagehelpers.AnnBetaStorageProvisioner
 	// AnnPreResizeCapacity on a volume is the size its claim reports until a resize finishes.
 	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
 	// AnnIsDefaultClass (and its beta form) marks the default StorageClass.
 	AnnIsDefaultClass     = "storageclass.kubernetes.io/is-default-class"
 	AnnBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class"
 	// FinalizerInTree protects in-tree volumes until their plugin deleted the storage.
-	FinalizerInTree = "kubernetes.io/pv-controller"
+	FinalizerInTree = storagehelpers.PVDeletionInTreeProtectionFinalizer
 	// FinalizerExternal is the external provisioner's; the controller drops it from in-tree volumes.
-	FinalizerExternal = "external-provisioner.volume.kubernetes.io/finalizer"
+	FinalizerExternal = storagehelpers.PVDeletionProtectionFinalizer
 )
 
 // Event reasons (pkg/controller/volume/events).

@@ -32,20 +32,12 @@ func (b *Binder) bind(ctx context.Context, v *corev1.PersistentVolume, claim *co
 }
 
 // bindVolumeToClaim points the volume's claimRef at the claim (UID included) and marks it
-// bound by the controller unless the user pre-bound it to this claim.
+// bound by the controller unless the user pre-bound it to this claim (upstream's
+// GetBindVolumeToClaim).
 func (b *Binder) bindVolumeToClaim(ctx context.Context, v *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
-	clone := v.DeepCopy()
-	dirty := false
-	if ref := v.Spec.ClaimRef; ref == nil || ref.Name != claim.Name || ref.Namespace != claim.Namespace || ref.UID != claim.UID {
-		clone.Spec.ClaimRef = &corev1.ObjectReference{
-			Kind: "PersistentVolumeClaim", APIVersion: "v1",
-			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion,
-		}
-		dirty = true
-	}
-	if !storagehelpers.IsVolumeBoundToClaim(v, claim) && !metav1.HasAnnotation(clone.ObjectMeta, AnnBoundByController) {
-		metav1.SetMetaDataAnnotation(&clone.ObjectMeta, AnnBoundByController, "yes")
-		dirty = true
+	clone, dirty, err := storagehelpers.GetBindVolumeToClaim(v, claim)
+	if err != nil {
+		return v, err
 	}
 	if !dirty {
 		return v, nil
