@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 )
 
 // HashLabel carries the hash of a ControllerRevision's Data, as upstream labels revisions.
@@ -121,17 +121,14 @@ func Next(revs []*appsv1.ControllerRevision) int64 {
 // List returns the revisions in owner's namespace that match selector and are controlled by
 // owner or by nobody (orphans the owner may adopt), read through the ControllerUID index.
 func List(ctx context.Context, r client.Reader, owner metav1.Object, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	controlled, orphans, err := owned.List[*appsv1.ControllerRevision](ctx, r, owner, func() client.ObjectList { return &appsv1.ControllerRevisionList{} })
+	if err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+	}
 	var out []*appsv1.ControllerRevision
-	for _, key := range []string{string(owner.GetUID()), index.Orphan} {
-		var list appsv1.ControllerRevisionList
-		if err := r.List(ctx, &list, client.InNamespace(owner.GetNamespace()),
-			client.MatchingFields{index.ControllerUID: key}); err != nil {
-			return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
-		}
-		for i := range list.Items {
-			if selector.Matches(labels.Set(list.Items[i].Labels)) {
-				out = append(out, &list.Items[i])
-			}
+	for _, rev := range append(controlled, orphans...) {
+		if selector.Matches(labels.Set(rev.Labels)) {
+			out = append(out, rev)
 		}
 	}
 	return out, nil

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/patch"
 )
 
 const (
@@ -228,7 +229,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, cj *batchv1.CronJob)
 	}
 	obj := orig.DeepCopy()
 	obj.Status = cj.Status
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Optimistic: status.active and lastScheduleTime cannot be recomputed from the Jobs; a
+	// stale write would lose an active Job or fire a schedule twice.
+	if err := patch.Status(ctx, r.Client, obj, orig, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil

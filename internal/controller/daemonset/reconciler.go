@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/expectations"
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/parallel"
+	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
 )
@@ -150,19 +151,16 @@ func (r *Reconciler) satisfied(key types.NamespacedName) bool {
 // claimPods lists, from the cache, the pods the DaemonSet controls and the orphans of its
 // namespace, and claims them. Terminal pods already being deleted are left out, as upstream.
 func (r *Reconciler) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := owned.Pods(ctx, r.Client, ds)
+	if err != nil {
+		return nil, err
+	}
 	var candidates []*corev1.Pod
-	for _, key := range []string{string(ds.UID), index.Orphan} {
-		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ds.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
-			return nil, err
+	for _, p := range all {
+		if p.DeletionTimestamp != nil && pod.IsTerminal(p) {
+			continue
 		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			if p.DeletionTimestamp != nil && pod.IsTerminal(p) {
-				continue
-			}
-			candidates = append(candidates, p)
-		}
+		candidates = append(candidates, p)
 	}
 	claimer := &ownership.Claimer{Client: r.Client, Fresh: r.APIReader, Owner: ds, OwnerGVK: dsGVK, Selector: selector}
 	return ownership.Claim(ctx, claimer, candidates)
@@ -305,12 +303,6 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 	r.deletions.ExpectDeletions(key, keys)
 
 	var errs []error
-	var mu sync.Mutex
-	record := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
 	created, err := slowstart.Run(len(create), func(i int) error {
 		err := r.createPod(ctx, ds, create[i], hash)
 		if errors.Is(err, errCreateTimedOut) {
@@ -319,25 +311,26 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		return err
 	})
 	if err != nil {
-		record(err)
+		errs = append(errs, err)
 	}
 	// The creations never attempted or failed will never be observed; timed-out ones may be.
 	for range len(create) - created {
 		r.creations.CreationObserved(key)
 	}
 
-	var wg sync.WaitGroup
-	for _, p := range remove {
-		wg.Go(func() {
-			if err := pod.Delete(ctx, r.Client, r.Recorder, ds, p); err != nil {
-				r.deletions.DeletionObserved(key, podKey(p))
-				if !apierrors.IsNotFound(err) {
-					record(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	// All deletions at once, as upstream (at most BurstReplicas).
+	errs = append(errs, parallel.Do(ctx, len(remove), len(remove), func(ctx context.Context, i int) error {
+		p := remove[i]
+		err := pod.Delete(ctx, r.Client, r.Recorder, ds, p)
+		if err != nil {
+			// A deletion that failed will never be observed.
+			r.deletions.DeletionObserved(key, podKey(p))
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}))
 	return errors.Join(errs...)
 }
 
@@ -415,7 +408,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, ds *appsv1.DaemonSet, stat
 	}
 	updated := orig.DeepCopy()
 	updated.Status = status
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(orig)); err != nil {
+	// LastWriteWins: recomputed whole from the nodes and pods every sync; our write's event
+	// brings another.
+	if err := patch.Status(ctx, r.Client, updated, orig, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil
@@ -460,7 +455,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName).
 		For(&appsv1.DaemonSet{}).
 		Owns(&appsv1.ControllerRevision{}).
-		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		Watches(&corev1.Pod{}, r.podHandler()).
 		Watches(&corev1.Node{}, &nodeHandler{r: r}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -35,7 +35,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/patch"
 )
 
 // ControllerName is upstream's name, also the reporting controller of its Events.
@@ -164,18 +166,12 @@ func (s *syncer) claimReplicaSets(ctx context.Context) ([]*appsv1.ReplicaSet, er
 	if err != nil {
 		return nil, reconcile.TerminalError(fmt.Errorf("deployment %s/%s has invalid label selector: %w", d.Namespace, d.Name, err))
 	}
-	var candidates []*appsv1.ReplicaSet
-	for _, key := range []string{string(d.UID), index.Orphan} {
-		list := &appsv1.ReplicaSetList{}
-		if err := s.Client.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			candidates = append(candidates, &list.Items[i])
-		}
+	controlled, orphans, err := owned.List[*appsv1.ReplicaSet](ctx, s.Client, d, func() client.ObjectList { return &appsv1.ReplicaSetList{} })
+	if err != nil {
+		return nil, err
 	}
 	claimer := &ownership.Claimer{Client: s.Client, Fresh: s.APIReader, Owner: d, OwnerGVK: deploymentGVK, Selector: selector}
-	return ownership.Claim(ctx, claimer, candidates)
+	return ownership.Claim(ctx, claimer, append(controlled, orphans...))
 }
 
 // podsByReplicaSet lists, from the cache, the pods of each ReplicaSet (terminating and
@@ -206,8 +202,9 @@ func (s *syncer) writeStatus(ctx context.Context) error {
 	if string(data) == "{}" {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(s.written, client.MergeFromWithOptimisticLock{})
-	if err := s.Client.Status().Patch(ctx, s.d, patch); err != nil {
+	// Optimistic: conditions keep their transition times and the progress deadline counts
+	// from them; written over a newer status they would be lost (upstream's UpdateStatus).
+	if err := patch.Status(ctx, s.Client, s.d, s.written, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	s.written = s.d.DeepCopy()

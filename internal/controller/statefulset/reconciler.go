@@ -30,8 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/history"
-	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
+	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
 )
@@ -159,16 +160,14 @@ func (r *Reconciler) revisions(ctx context.Context, claimer *ownership.Claimer, 
 // pods returns the set's pods: those it controls and the orphans named as its ordinals that
 // match its selector, which it adopts.
 func (r *Reconciler) pods(ctx context.Context, claimer *ownership.Claimer, set *appsv1.StatefulSet) ([]*corev1.Pod, error) {
+	all, err := owned.Pods(ctx, r.Client, set)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
 	var candidates []*corev1.Pod
-	for _, key := range []string{string(set.UID), index.Orphan} {
-		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingFields{index.ControllerUID: key}); err != nil {
-			return nil, fmt.Errorf("listing pods: %w", err)
-		}
-		for i := range list.Items {
-			if isMember(set, &list.Items[i]) {
-				candidates = append(candidates, &list.Items[i])
-			}
+	for _, p := range all {
+		if isMember(set, p) {
+			candidates = append(candidates, p)
 		}
 	}
 	return ownership.Claim(ctx, claimer, candidates)
@@ -411,7 +410,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	}
 	updated := set.DeepCopy()
 	updated.Status = status
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(set)); err != nil {
+	// LastWriteWins: recomputed whole from the pods and revisions every sync, as upstream
+	// (which retries its UpdateStatus on a conflict over the newest copy).
+	if err := patch.Status(ctx, r.Client, updated, set, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil
