@@ -30,12 +30,6 @@ func jobNameFor(cj string, scheduled time.Time) string {
 	return fmt.Sprintf("%s-%d", cj, scheduled.Unix()/60)
 }
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cronjob-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 func newCronJob(ns, name, schedule string, mods ...func(*batchv1.CronJob)) *batchv1.CronJob {
 	cj := &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

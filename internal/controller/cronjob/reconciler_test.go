@@ -12,7 +12,7 @@ import (
 
 var _ = Describe("cronjob-controller", func() {
 	var ns string
-	BeforeEach(func(ctx context.Context) { ns = newNamespace(ctx) })
+	BeforeEach(func(ctx context.Context) { ns = env.Namespace(ctx, "cronjob") })
 
 	It("starts a due run: the Job named after the minute, from the template, controlled by the CronJob, and reports it", func(ctx context.Context) {
 		scheduled := nextRun()

@@ -14,12 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ds-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 // newPool returns a label unique to one spec: its nodes carry it, its DaemonSets select it.
 func newPool() map[string]string {
 	return map[string]string{"pool": rand.String(8)}

@@ -25,7 +25,7 @@ var _ = Describe("daemonset-controller", func() {
 	)
 	BeforeEach(func() {
 		ctx = context.Background()
-		ns = newNamespace(ctx)
+		ns = env.Namespace(ctx, "ds")
 		pool = newPool()
 	})
 
@@ -213,9 +213,8 @@ var _ = Describe("daemonset-controller", func() {
 		}).Should(Succeed())
 
 		setImage(ctx, ds, "registry.k8s.io/pause:3.9")
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			Expect(time.Now().Before(deadline)).To(BeTrue(), "rollout did not finish")
+		// Play the kubelet until the rollout is done, checking the invariant at every step.
+		Eventually(func(g Gomega) {
 			readyOn := map[string]bool{}
 			updated := 0
 			live := livePods(ctx, Default, ns)
@@ -237,13 +236,15 @@ var _ = Describe("daemonset-controller", func() {
 					without++
 				}
 			}
-			Expect(without).To(BeNumerically("<=", 1), "nodes without a ready pod: %v", seen)
+			if without > 1 {
+				StopTrying(fmt.Sprintf("%d nodes without a ready pod: %v", without, seen)).Now()
+			}
 			if updated == 3 {
-				break
+				return
 			}
 			kubelet(ctx, ns, true)
-			time.Sleep(100 * time.Millisecond)
-		}
+			g.Expect(updated).To(Equal(3), "rollout did not finish")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 
 	It("with OnDelete leaves old pods until they are deleted", func() {

@@ -20,12 +20,6 @@ import (
 
 const hashLabel = appsv1.DefaultDeploymentUniqueLabelKey
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "deploy-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 // newDeployment is a RollingUpdate Deployment with upstream's defaults spelled out.
 func newDeployment(ns, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}

@@ -29,7 +29,7 @@ const (
 var _ = Describe("deployment-controller", func() {
 	ctx := context.Background()
 	var ns string
-	BeforeEach(func() { ns = newNamespace(ctx) })
+	BeforeEach(func() { ns = env.Namespace(ctx, "deploy") })
 
 	It("names its ReplicaSet after upstream's pod-template-hash and labels it", func() {
 		Expect(env.Client.Create(ctx, newDeployment(ns, "hash", 1))).To(Succeed())

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/kcm/kcm/internal/testenv"
 )
@@ -20,18 +19,9 @@ var controllers = []string{"deployment-controller", "replicaset-controller"}
 var suiteFlags = []string{"--kube-api-qps=200", "--kube-api-burst=300"}
 
 func TestDeploymentController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "deployment-controller suite")
+	testenv.RunSuite(t, "deployment-controller suite")
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start(controllers, suiteFlags...)
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env = testenv.MustStart(controllers, suiteFlags...)
 })

@@ -21,7 +21,7 @@ var _ = Describe("deployment-controller at the default client rate", Serial, fun
 			Expect(env.StopManager()).To(Succeed())
 			Expect(env.StartManager(controllers, suiteFlags...)).To(Succeed())
 		})
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "deploy")
 
 		start := time.Now()
 		Expect(env.Client.Create(ctx, newDeployment(ns, "hundred", 100))).To(Succeed())

@@ -18,12 +18,6 @@ import (
 
 var ctx = context.Background()
 
-func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "job-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 // newJob is a Job running "c" pods that never restart in place.
 func newJob(ns, name string, completions *int32, parallelism int32) *batchv1.Job {
 	return &batchv1.Job{

@@ -32,7 +32,7 @@ var disruption = corev1.PodCondition{Type: corev1.DisruptionTarget, Status: core
 
 var _ = Describe("job-controller policies", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() { ns = env.Namespace(ctx, "job") })
 
 	It("applies podFailurePolicy: Ignore does not count, Count counts, FailJob fails the Job", func() {
 		j := newJob(ns, "pfp", ptr.To[int32](1), 1)

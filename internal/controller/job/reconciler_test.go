@@ -16,7 +16,7 @@ import (
 
 var _ = Describe("job-controller", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() { ns = env.Namespace(ctx, "job") })
 
 	It("runs pods to completion, parallelism at a time, counting each once", func() {
 		j := create(newJob(ns, "work", ptr.To[int32](4), 2))
@@ -205,7 +205,8 @@ var _ = Describe("job-controller", func() {
 			g.Expect(allPods(g, j)).To(HaveLen(1))
 		}).Should(Succeed())
 
-		time.Sleep(1100 * time.Millisecond) // startTime has a resolution of seconds
+		// startTime has a resolution of seconds: resume once the clock is in a later second.
+		Eventually(func() time.Time { return time.Now().Truncate(time.Second) }).Should(BeTemporally(">", firstStart.Time))
 		updateJob(j, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) })
 		waitActive(j, 2)
 		Eventually(func(g Gomega) {
@@ -280,7 +281,7 @@ var _ = Describe("job-controller", func() {
 
 var _ = Describe("job-controller at scale", func() {
 	It("runs 100 pods at once to completion, counting each exactly once", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "job")
 		j := create(newJob(ns, "wide", ptr.To[int32](100), 100))
 		start := time.Now()
 		pods := waitActive(j, 100)

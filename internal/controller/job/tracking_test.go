@@ -25,7 +25,7 @@ func removeFinalizerAsTest(p *corev1.Pod) {
 
 var _ = Describe("job-controller tracking", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() { ns = env.Namespace(ctx, "job") })
 
 	It("counts every pod exactly once across restarts, whichever step a crash interrupted", func() {
 		j := create(newJob(ns, "restart", ptr.To[int32](5), 3))
@@ -100,6 +100,10 @@ var _ = Describe("job-controller tracking", func() {
 		}
 		Expect(env.Client.Create(ctx, p)).To(Succeed())
 		succeed(p)
+		// The witness: a Job of ours created afterwards in the same namespace gets its pod,
+		// so the controller is running and has seen the other Job's pod events by now.
+		witness := create(newJob(ns, "witness", ptr.To[int32](1), 1))
+		waitActive(witness, 1)
 		Consistently(func(g Gomega) {
 			cur := getJob(g, j)
 			g.Expect(cur.Status).To(Equal(batchv1.JobStatus{}))

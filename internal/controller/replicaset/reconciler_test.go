@@ -20,7 +20,7 @@ import (
 var _ = Describe("replicaset-controller", func() {
 	ctx := context.Background()
 	var ns string
-	BeforeEach(func() { ns = newNamespace(ctx) })
+	BeforeEach(func() { ns = env.Namespace(ctx, "rs") })
 
 	get := func(g Gomega, name string) *appsv1.ReplicaSet {
 		rs := &appsv1.ReplicaSet{}
@@ -313,7 +313,7 @@ var _ = Describe("replicationcontroller-controller", func() {
 	ctx := context.Background()
 
 	It("keeps the replicas of a ReplicationController and reports them in its status", func() {
-		ns := newNamespace(ctx)
+		ns := env.Namespace(ctx, "rs")
 		orphan := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{"app": "rc"}},
 			Spec:       podTemplate(nil).Spec,

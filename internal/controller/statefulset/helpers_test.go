@@ -15,12 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sts-"}}
-	Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
 func newStatefulSet(ns, name string, replicas int32) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	return &appsv1.StatefulSet{

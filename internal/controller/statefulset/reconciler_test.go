@@ -20,7 +20,7 @@ import (
 var _ = Describe("statefulset-controller", func() {
 	ctx := context.Background()
 	var ns string
-	BeforeEach(func() { ns = newNamespace(ctx) })
+	BeforeEach(func() { ns = env.Namespace(ctx, "sts") })
 
 	// eventNotes returns the notes of the set's Events of reason, oldest first.
 	eventNotes := func(g Gomega, reason string) []string {

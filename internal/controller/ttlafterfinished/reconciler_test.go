@@ -16,9 +16,7 @@ import (
 var _ = Describe("ttl-after-finished-controller", func() {
 	var ns string
 	BeforeEach(func(ctx context.Context) {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ttl-"}}
-		Expect(env.Client.Create(ctx, n)).To(Succeed())
-		ns = n.Name
+		ns = env.Namespace(ctx, "ttl")
 	})
 
 	newJob := func(ctx context.Context, name string, ttl *int32) *batchv1.Job {
