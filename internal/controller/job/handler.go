@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/owned"
-	"github.com/kcm/kcm/internal/ownership"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -81,13 +80,4 @@ func (r *Reconciler) podHandler() *owned.PodHandler {
 		},
 		Delay: r.BatchPeriod,
 	}
-}
-
-// controllingJob returns the batch/v1 Job that controls the pod, from the cache.
-func controllingJob(ctx context.Context, c client.Reader, p *corev1.Pod) (*batchv1.Job, bool) {
-	job, ok := ownership.Controller(ctx, c, p, jobGVK, &batchv1.Job{})
-	if !ok {
-		return nil, false
-	}
-	return job, true
 }

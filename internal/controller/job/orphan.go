@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/ownership"
 )
 
 // orphanControllerName names the companion controller; upstream runs the same work on a
@@ -59,7 +60,7 @@ func (r *orphanReconciler) untracked(ctx context.Context, p *corev1.Pod) bool {
 	if ref.Kind != jobGVK.Kind || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
 		return false
 	}
-	job, ok := controllingJob(ctx, r.client, p)
+	job, ok := ownership.Controller(ctx, r.client, p, jobGVK, &batchv1.Job{})
 	if !ok {
 		return true
 	}
