@@ -22,16 +22,17 @@ var _ = Describe("legacy-serviceaccount-token-cleaner-controller", func() {
 
 	BeforeEach(func() { ns = env.Namespace(ctx, "legacy-token") })
 
-	// newToken makes a token as the API server used to: listed in its ServiceAccount's
-	// secrets (unless listed is false), with the given labels.
-	newToken := func(listed bool, labels map[string]string) *corev1.Secret {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder"}}
+	// newNamedToken makes a token as the API server used to, name-token of the
+	// ServiceAccount name: listed in its ServiceAccount's secrets (unless listed is false),
+	// with the given labels.
+	newNamedToken := func(name string, listed bool, labels map[string]string) *corev1.Secret {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if listed {
-			sa.Secrets = []corev1.ObjectReference{{Name: "builder-token"}}
+			sa.Secrets = []corev1.ObjectReference{{Name: name + "-token"}}
 		}
 		Expect(env.Client.Create(ctx, sa)).To(Succeed())
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder-token", Labels: labels, Annotations: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-token", Labels: labels, Annotations: map[string]string{
 				corev1.ServiceAccountNameKey: sa.Name, corev1.ServiceAccountUIDKey: string(sa.UID),
 			}},
 			Type: corev1.SecretTypeServiceAccountToken,
@@ -39,14 +40,26 @@ var _ = Describe("legacy-serviceaccount-token-cleaner-controller", func() {
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		return s
 	}
+	newToken := func(listed bool, labels map[string]string) *corev1.Secret {
+		return newNamedToken("builder", listed, labels)
+	}
 	labels := func(s *corev1.Secret) func(Gomega) map[string]string {
 		return func(g Gomega) map[string]string {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 			return s.Labels
 		}
 	}
+	// cleanerActed is the witness of a kept token's spec: an unused token made after it is
+	// marked, so a sync judged the kept token too, when it was as old as the witness.
+	cleanerActed := func() {
+		GinkgoHelper()
+		witness := newNamedToken("witness", true, nil)
+		Eventually(labels(witness)).Should(HaveKeyWithValue(legacytokencleaner.InvalidSinceLabel, today()))
+	}
 	stillUnmarked := func(s *corev1.Secret) {
-		// Several syncs after the token became old enough.
+		GinkgoHelper()
+		cleanerActed()
+		// Several more syncs after the token became old enough.
 		Consistently(labels(s), 3*period).ShouldNot(HaveKey(legacytokencleaner.InvalidSinceLabel))
 	}
 
@@ -98,6 +111,7 @@ var _ = Describe("legacy-serviceaccount-token-cleaner-controller", func() {
 			legacytokencleaner.InvalidSinceLabel: "2020-01-01",
 			legacytokencleaner.LastUsedLabel:     today(),
 		})
+		cleanerActed()
 		Consistently(labels(s), 3*period).Should(HaveKeyWithValue(legacytokencleaner.InvalidSinceLabel, "2020-01-01"))
 	})
 })

@@ -38,7 +38,7 @@ var _ = BeforeSuite(func() {
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: metav1.NamespaceSystem, Name: legacytokencleaner.TrackingConfigMap}
-	Eventually(func() error { return env.Client.Get(ctx, key, cm) }, time.Minute).Should(Succeed())
+	Eventually(func() error { return env.Client.Get(ctx, key, cm) }).Should(Succeed())
 	cm.Data[legacytokencleaner.TrackingKey] = "2020-01-01"
 	Expect(env.Client.Update(ctx, cm)).To(Succeed())
 

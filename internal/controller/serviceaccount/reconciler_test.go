@@ -2,7 +2,6 @@ package serviceaccount_test
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
 )
@@ -19,10 +19,25 @@ var _ = Describe("serviceaccount-controller", func() {
 	defaultSA := func(ns string) types.NamespacedName {
 		return types.NamespacedName{Namespace: ns, Name: serviceaccount.DefaultServiceAccount}
 	}
-	newNamespace := func() *corev1.Namespace {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sa-"}}
-		Expect(env.Client.Create(ctx, ns)).To(Succeed())
-		return ns
+	// recreated waits until the default ServiceAccount of ns exists with a UID other than
+	// old: the controller acted on that namespace.
+	recreated := func(ns string, old types.UID) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			sa := &corev1.ServiceAccount{}
+			g.Expect(env.Client.Get(ctx, defaultSA(ns), sa)).To(Succeed())
+			g.Expect(sa.UID).NotTo(Equal(old))
+		}).Should(Succeed())
+	}
+	deleteDefault := func(ns string) types.UID {
+		GinkgoHelper()
+		sa := &corev1.ServiceAccount{}
+		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns), sa) }).Should(Succeed())
+		Expect(env.Client.Delete(ctx, sa)).To(Succeed())
+		return sa.UID
+	}
+	absent := func(key types.NamespacedName) func() bool {
+		return func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &corev1.ServiceAccount{})) }
 	}
 
 	It("gives the namespaces that existed before it started a default ServiceAccount", func() {
@@ -34,51 +49,44 @@ var _ = Describe("serviceaccount-controller", func() {
 	})
 
 	It("gives a new namespace a default ServiceAccount", func() {
-		ns := newNamespace()
+		ns := env.Namespace(ctx, "sa")
 		Eventually(func() error {
-			return env.Client.Get(ctx, defaultSA(ns.Name), &corev1.ServiceAccount{})
+			return env.Client.Get(ctx, defaultSA(ns), &corev1.ServiceAccount{})
 		}).Should(Succeed())
 	})
 
 	It("recreates the default ServiceAccount when it is deleted", func() {
-		ns := newNamespace()
-		sa := &corev1.ServiceAccount{}
-		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns.Name), sa) }).Should(Succeed())
-		oldUID := sa.UID
-
-		Expect(env.Client.Delete(ctx, sa)).To(Succeed())
-		Eventually(func(g Gomega) {
-			recreated := &corev1.ServiceAccount{}
-			g.Expect(env.Client.Get(ctx, defaultSA(ns.Name), recreated)).To(Succeed())
-			g.Expect(recreated.UID).NotTo(Equal(oldUID))
-		}).Should(Succeed())
+		ns := env.Namespace(ctx, "sa")
+		recreated(ns, deleteDefault(ns))
 	})
 
 	It("leaves other ServiceAccounts alone", func() {
-		ns := newNamespace()
-		other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "builder"}}
+		ns := env.Namespace(ctx, "sa")
+		other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder"}}
 		Expect(env.Client.Create(ctx, other)).To(Succeed())
 		Expect(env.Client.Delete(ctx, other)).To(Succeed())
-		Consistently(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "builder"}, &corev1.ServiceAccount{}))
-		}, 2*time.Second).Should(BeTrue())
+		// The witness: the default one, deleted after it, is recreated, so the controller has
+		// synced the namespace since "builder" went.
+		recreated(ns, deleteDefault(ns))
+		Consistently(absent(client.ObjectKeyFromObject(other))).Should(BeTrue())
 	})
 
 	It("creates nothing in a terminating namespace", func() {
-		ns := newNamespace()
-		sa := &corev1.ServiceAccount{}
-		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns.Name), sa) }).Should(Succeed())
+		terminating, active := env.Namespace(ctx, "sa"), env.Namespace(ctx, "sa")
+		Eventually(func() error { return env.Client.Get(ctx, defaultSA(terminating), &corev1.ServiceAccount{}) }).Should(Succeed())
 
 		// envtest runs no namespace controller, so the finalizer keeps the namespace
 		// Terminating for as long as the test needs.
-		Expect(env.Client.Delete(ctx, ns)).To(Succeed())
+		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: terminating}})).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, types.NamespacedName{Name: ns.Name}, ns)).To(Succeed())
+			ns := &corev1.Namespace{}
+			g.Expect(env.Client.Get(ctx, types.NamespacedName{Name: terminating}, ns)).To(Succeed())
 			g.Expect(ns.Status.Phase).To(Equal(corev1.NamespaceTerminating))
 		}).Should(Succeed())
-		Expect(env.Client.Delete(ctx, sa)).To(Succeed())
-		Consistently(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, defaultSA(ns.Name), &corev1.ServiceAccount{}))
-		}, 2*time.Second).Should(BeTrue())
+		deleteDefault(terminating)
+		// The witness: the default ServiceAccount of an active namespace, deleted after the
+		// terminating one's, is recreated, so the controller saw both deletions.
+		recreated(active, deleteDefault(active))
+		Consistently(absent(defaultSA(terminating))).Should(BeTrue())
 	})
 })
