@@ -2,15 +2,17 @@ package namespace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 // finalizerEstimateSeconds is upstream's guess at how long finalizers on remaining objects
@@ -67,7 +69,7 @@ func (r *Reconciler) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 		deleteResource(podsGVR, v)
 		if obs.remaining[podsGVR] > 0 {
 			logger.V(5).Info("Pods remain in the namespace, delaying the deletion of other content", "remaining", obs.remaining[podsGVR])
-			return estimate, errors.Join(append(errs, r.writeConditions(ctx, ns, obs))...)
+			return estimate, utilerrors.NewAggregate(append(errs, r.writeConditions(ctx, ns, obs)))
 		}
 	}
 	for gvr, v := range resources {
@@ -77,7 +79,7 @@ func (r *Reconciler) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 		deleteResource(gvr, v)
 	}
 	logger.V(4).Info("Deleted namespace content", "estimate", estimate, "remaining", len(obs.remaining), "errors", len(errs))
-	return estimate, errors.Join(append(errs, r.writeConditions(ctx, ns, obs))...)
+	return estimate, utilerrors.NewAggregate(append(errs, r.writeConditions(ctx, ns, obs)))
 }
 
 // writeConditions patches the namespace's deletion conditions when they changed.
@@ -86,7 +88,8 @@ func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, 
 	if !applyConditions(&ns.Status, obs.failing(), metav1.NewTime(r.Clock.Now())) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
+	if err := patch.Status(ctx, r.Client, ns, orig, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating the deletion conditions of namespace %s: %w", ns.Name, client.IgnoreNotFound(err))
 	}
 	return nil

@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 const (
@@ -83,7 +85,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ns.Status.Phase != corev1.NamespaceTerminating {
 		orig := ns.DeepCopy()
 		ns.Status.Phase = corev1.NamespaceTerminating
-		if err := r.Client.Status().Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
+		if err := patch.Status(ctx, r.Client, ns, orig, patch.Optimistic); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
