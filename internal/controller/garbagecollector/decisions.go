@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // ownerState is what a live read says of one owner of an item.
@@ -199,17 +200,12 @@ func mergePatchOwnerRefs(resourceVersion string, refs []metav1.OwnerReference) (
 // removeFinalizerPatch removes finalizer from cur's finalizers; ok is false when cur does
 // not have it.
 func removeFinalizerPatch(cur *metav1.PartialObjectMetadata, finalizer string) (patch []byte, ok bool, err error) {
-	if !slices.Contains(cur.Finalizers, finalizer) {
+	next := cur.DeepCopy()
+	if !controllerutil.RemoveFinalizer(next, finalizer) {
 		return nil, false, nil
 	}
-	var rest []string
-	for _, f := range cur.Finalizers {
-		if f != finalizer {
-			rest = append(rest, f)
-		}
-	}
-	var list any = rest
-	if len(rest) == 0 {
+	var list any = next.Finalizers
+	if len(next.Finalizers) == 0 {
 		list = json.RawMessage("null")
 	}
 	patch, err = json.Marshal(metaPatch{Metadata: metaPatchFields{ResourceVersion: cur.ResourceVersion, Finalizers: list}})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/parallel"
 )
 
 const (
@@ -32,9 +35,6 @@ const (
 	// DefaultWorkers is upstream's default of --concurrent-gc-syncs.
 	DefaultWorkers = 20
 
-	// orphanParallelism bounds the dependents patched at once for one owner; the client's
-	// rate limit bounds them further.
-	orphanParallelism = 16
 	// readyRecheck is how soon a finalizer waiting for the watches to sync is tried again.
 	readyRecheck = time.Second
 )
@@ -121,7 +121,7 @@ func (r *Reconciler) discover(ctx context.Context) (reconcile.Result, error) {
 	for _, gvr := range add {
 		errs = append(errs, r.watch(ctx, gvr, found[gvr]))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := utilerrors.NewAggregate(errs); err != nil {
 		logger.Error(err, "Failed to sync resource monitors; the next discovery pass retries")
 	}
 	return next, nil
@@ -377,33 +377,24 @@ func (r *Reconciler) attemptToOrphan(ctx context.Context, uid types.UID) (reconc
 }
 
 func (r *Reconciler) orphanDependents(ctx context.Context, owner itemView) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, orphanParallelism)
-	)
 	ownerUIDs := []types.UID{owner.identity.UID}
-	for _, dep := range owner.dependents {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			smp, err := deleteOwnerRefsStrategicPatch(dep.identity.UID, ownerUIDs)
-			if err == nil {
-				err = r.patchOwnerRefs(ctx, dep.identity, smp, func(cur *metav1.PartialObjectMetadata) ([]byte, error) {
-					return deleteOwnerRefsMergePatch(cur, ownerUIDs)
-				})
-			}
-			// A strategic merge patch of a reference that is not there is no error.
-			if err != nil && !apierrors.IsNotFound(err) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("orphaning %s: %w", dep.identity, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// As upstream, every dependent at once: the client's rate limit is the bound.
+	deps := owner.dependents
+	err := parallel.Do(ctx, len(deps), len(deps), func(ctx context.Context, i int) error {
+		dep := deps[i]
+		smp, err := deleteOwnerRefsStrategicPatch(dep.identity.UID, ownerUIDs)
+		if err == nil {
+			err = r.patchOwnerRefs(ctx, dep.identity, smp, func(cur *metav1.PartialObjectMetadata) ([]byte, error) {
+				return deleteOwnerRefsMergePatch(cur, ownerUIDs)
+			})
+		}
+		// A strategic merge patch of a reference that is not there is no error.
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("orphaning %s: %w", dep.identity, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("failed to orphan dependents of owner %s: %w", owner.identity, err)
 	}
 	log.FromContext(ctx).V(5).Info("Successfully updated all dependents", "owner", owner.identity.String())
