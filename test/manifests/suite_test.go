@@ -27,8 +27,7 @@ var (
 )
 
 func TestManifests(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "manifests suite")
+	testenv.RunSuite(t, "manifests suite")
 }
 
 var _ = BeforeSuite(func() {
@@ -36,8 +35,7 @@ var _ = BeforeSuite(func() {
 	root, err = testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.StartAPIServer()
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStartAPIServer()
 
 	// StartAPIServer has set KUBEBUILDER_ASSETS when the Makefile had not.
 	kubectl = filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
@@ -50,12 +48,6 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(os.RemoveAll, dir)
 	kubeconfig = filepath.Join(dir, "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600)).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
 })
 
 // run runs a command from the repository root with stdin, and returns its stdout; it fails

@@ -33,8 +33,7 @@ var (
 )
 
 func TestProcess(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "kcm process suite")
+	testenv.RunSuite(t, "kcm process suite")
 }
 
 var _ = BeforeSuite(func() {
@@ -48,18 +47,13 @@ var _ = BeforeSuite(func() {
 	kcmBinary = filepath.Join(binDir, "kcm")
 	build(kcmBinary, "github.com/kcm/kcm")
 
-	env, err = testenv.StartAPIServer()
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.MustStartAPIServer()
 	kubeconfig = filepath.Join(binDir, "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600)).To(Succeed())
 })
 
-var _ = AfterSuite(func() {
-	stopAllProcesses()
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
+// The kcm processes stop before the API server, which MustStartAPIServer stops after this.
+var _ = AfterSuite(stopAllProcesses)
 
 // build builds a main package of this module into out.
 func build(out, pkg string) {
