@@ -333,7 +333,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.healths, r.known = map[string]*health{}, map[string]types.UID{}
 	r.zoneStates, r.tainters = map[string]zoneState{}, map[string]*tainter{}
 	r.kick = make(chan struct{}, 1)
-	if err := mgr.Add(manager.RunnableFunc(r.runZonePasses)); err != nil {
+	// The zone passes log as the controller does, which a Runnable's context does not.
+	passLog := mgr.GetLogger().WithValues("controller", ControllerName)
+	passes := manager.RunnableFunc(func(ctx context.Context) error {
+		return r.runZonePasses(log.IntoContext(ctx, passLog))
+	})
+	if err := mgr.Add(passes); err != nil {
 		return fmt.Errorf("%s: adding the zone passes: %w", ControllerName, err)
 	}
 
