@@ -80,14 +80,18 @@ func (k *fakeKubelet) register(name string, labels map[string]string) *corev1.No
 		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: name},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &now},
 	})).To(Succeed())
-	k.setAlive(name, true)
+	k.setAlive(true, name)
 	return node
 }
 
-func (k *fakeKubelet) setAlive(name string, alive bool) {
+// setAlive starts or stops the renewals of the named nodes together: a renewal pass sees all
+// of them alive or none, so nodes stopped together have the same last renewal.
+func (k *fakeKubelet) setAlive(alive bool, names ...string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.alive[name] = alive
+	for _, name := range names {
+		k.alive[name] = alive
+	}
 }
 
 // reportReady writes the node status a healthy kubelet posts.

@@ -27,7 +27,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 	register := func(name string, labels map[string]string) *corev1.Node {
 		node := kubelet.register(nodeName(name), labels)
 		DeferCleanup(func() {
-			kubelet.setAlive(node.Name, false)
+			kubelet.setAlive(false, node.Name)
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, node))).To(Succeed())
 		})
 		return node
@@ -41,7 +41,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 		Expect(taintKeys(getNode(Default, node.Name), corev1.TaintEffectNoSchedule)).To(ContainElement(corev1.TaintNodeNotReady))
 
 		kubelet.register(nodeName("ready"), nil)
-		DeferCleanup(func() { kubelet.setAlive(nodeName("ready"), false) })
+		DeferCleanup(func() { kubelet.setAlive(false, nodeName("ready")) })
 		reportReady(node)
 		Eventually(func(g Gomega) {
 			g.Expect(taintKeys(getNode(g, node.Name), corev1.TaintEffectNoSchedule)).To(BeEmpty())
@@ -92,7 +92,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 			g.Expect(readyOf(getNode(g, node.Name)).Status).To(Equal(corev1.ConditionTrue))
 		}, (monitorGrace+1)*time.Second, 500*time.Millisecond).Should(Succeed())
 
-		kubelet.setAlive(node.Name, false)
+		kubelet.setAlive(false, node.Name)
 		stopped := time.Now()
 		Eventually(func(g Gomega) {
 			n := getNode(g, node.Name)
@@ -118,7 +118,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 		}).Should(Succeed())
 
 		// The kubelet comes back.
-		kubelet.setAlive(node.Name, true)
+		kubelet.setAlive(true, node.Name)
 		reportReady(node)
 		Eventually(func(g Gomega) {
 			n := getNode(g, node.Name)
@@ -155,7 +155,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 			return err == nil && got.DeletionTimestamp == nil
 		}
 
-		kubelet.setAlive(node.Name, false)
+		kubelet.setAlive(false, node.Name)
 		var taintedAt time.Time
 		Eventually(func(g Gomega) {
 			g.Expect(taintKeys(getNode(g, node.Name), corev1.TaintEffectNoExecute)).To(ContainElement(corev1.TaintNodeUnreachable))
@@ -167,7 +167,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 		Expect(exists(patient)).To(BeTrue())
 
 		// The node heals well before the patient pod's 12s: its eviction is cancelled.
-		kubelet.setAlive(node.Name, true)
+		kubelet.setAlive(true, node.Name)
 		reportReady(node)
 		Eventually(func(g Gomega) {
 			g.Expect(getNode(g, node.Name).Spec.Taints).To(BeEmpty())
@@ -213,9 +213,7 @@ var _ = Describe("node-lifecycle-controller", func() {
 
 		var mu sync.Mutex
 		tainted := map[string]time.Time{}
-		for _, n := range down {
-			kubelet.setAlive(n, false)
-		}
+		kubelet.setAlive(false, down...)
 		Eventually(func(g Gomega) {
 			for _, name := range down {
 				n := getNode(g, name)
@@ -237,9 +235,13 @@ var _ = Describe("node-lifecycle-controller", func() {
 			times = append(times, t)
 		}
 		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-		spread := times[2].Sub(times[0])
-		AddReportEntry("NoExecute taints of 3 nodes spread over", spread.String())
-		// At 0.5 nodes/s the three taints take about 4s; at the primary 10/s, 0.2s.
-		Expect(spread).To(BeNumerically(">=", 3*time.Second))
+		gaps := []time.Duration{times[1].Sub(times[0]), times[2].Sub(times[1])}
+		AddReportEntry("gaps between the NoExecute taints of 3 nodes", fmt.Sprint(gaps))
+		// At 0.5 nodes/s the taints come 2s apart; at the primary 10/s, 0.1s. The first may
+		// come at the primary rate: the controller observes heartbeats when it reconciles,
+		// so one node can be judged silent a monitor period before the others, while its zone
+		// is still Normal (upstream behaves alike). From the zone's partial disruption on, the
+		// secondary rate holds, so at least one gap is a secondary-rate token.
+		Expect(max(gaps[0], gaps[1])).To(BeNumerically(">=", 1500*time.Millisecond))
 	})
 })
