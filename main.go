@@ -58,7 +58,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := setup.SetupEnabled(setup.NewContext(mgr, opts, cfg), sel); err != nil {
+	sctx, err := setup.NewContext(mgr, opts, cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := setup.SetupEnabled(sctx, sel); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -42,7 +42,10 @@ func TestSetupReadsExactlyTheDeclaredFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := setup.NewContext(mgr, opts, cfg)
+	root, err := setup.NewContext(mgr, opts, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	checked := 0
 	for _, d := range registry {
 		if !d.Built() {

@@ -1,5 +1,7 @@
-// Package patch writes an object's status subresource with a merge patch computed from the
-// copy the controller read, the one way kcm's controllers write status.
+// Package patch writes an object's status subresource the one way kcm's controllers write
+// status: as upstream's UpdateStatus. The API server's system:controller:<name> roles, which
+// a controller acts under with --use-service-account-credentials, grant update, not patch, on
+// status subresources (deployments/status, jobs/status, resourcequotas/status, ...).
 package patch
 
 import (
@@ -8,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Locking says whether a status patch carries the resourceVersion it was computed from.
+// Locking says whether a status write carries the resourceVersion it was computed from.
 // Every caller chooses, and says why beside the call:
 //
 //   - Optimistic: the new status depends on the old one or on state the next sync cannot
@@ -19,7 +21,7 @@ import (
 //   - LastWriteWins: the status is recomputed whole from the children every sync (replica
 //     counts of ReplicaSets, DaemonSets, StatefulSets), and each write's watch event brings
 //     another sync, so a stale write is corrected at once; a lock would only turn the normal
-//     cache lag into conflict retries, as upstream's UpdateStatus retries do not need.
+//     cache lag into conflict retries. The update is unconditional (no resourceVersion).
 type Locking bool
 
 const (
@@ -27,13 +29,17 @@ const (
 	LastWriteWins Locking = false
 )
 
-// Status patches obj's status to its current value, from orig (the object as read).
-func Status(ctx context.Context, c client.Client, obj, orig client.Object, l Locking) error {
-	return c.Status().Patch(ctx, obj, From(orig, l))
+// Status writes obj's status (obj as read, its status changed) with an update of the status
+// subresource; obj then holds the API server's answer.
+func Status(ctx context.Context, c client.Client, obj client.Object, l Locking) error {
+	if l == LastWriteWins {
+		obj.SetResourceVersion("")
+	}
+	return c.Status().Update(ctx, obj)
 }
 
 // From is the merge patch from orig with the chosen locking, for writes other than status
-// that make the same choice.
+// that make the same choice (where the controller's role grants patch).
 func From(orig client.Object, l Locking) client.Patch {
 	if l == Optimistic {
 		return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})

@@ -8,10 +8,12 @@ import (
 	"sort"
 	"time"
 
-	certutil "k8s.io/client-go/util/cert"
-
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/controller-manager/pkg/clientbuilder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -35,18 +37,36 @@ type Context struct {
 
 	overrides *[]Override
 	read      map[string]bool
+	// credentials gives each controller its own ServiceAccount's credentials with
+	// --use-service-account-credentials; nil: every controller uses Config's identity.
+	credentials clientbuilder.ControllerClientBuilder
+	conn        *rest.Config
 }
 
 // NewContext returns the context the registry's controllers are set up from; For gives
 // each controller its own. overrides adjust Reconcilers before they are registered (tests).
-func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, overrides ...Override) *Context {
-	return &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides}
+//
+// With --use-service-account-credentials each controller acts as its own ServiceAccount in
+// kube-system (its ClientName), as upstream: k8s.io/controller-manager's dynamic client
+// builder creates the ServiceAccount if missing with cfg's identity, and gets and refreshes
+// its tokens through the TokenRequest API. The shared cache, leader election and Events
+// keep cfg's identity, as upstream's informers and leader election do.
+func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, overrides ...Override) (*Context, error) {
+	c := &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides}
+	if opts.Bool(options.UseServiceAccountCredentials) {
+		core, err := corev1client.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("building the client that creates controllers' service accounts: %w", err)
+		}
+		c.credentials = clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(cfg), core, metav1.NamespaceSystem)
+	}
+	return c, nil
 }
 
 // For returns the context one controller's Setup gets.
 func (c *Context) For(d Descriptor) *Context {
 	return &Context{Manager: c.Manager, Options: c.Options, Config: c.Config, Controller: d,
-		overrides: c.overrides, read: map[string]bool{}}
+		overrides: c.overrides, read: map[string]bool{}, credentials: c.credentials}
 }
 
 // FlagsRead lists, sorted, the flags this controller's Setup has read through the context.
@@ -86,27 +106,63 @@ func (c *Context) Bool(f options.BoolFlag) bool { c.mark(f); return c.Options.Bo
 // String reads a string flag.
 func (c *Context) String(f options.StringFlag) string { c.mark(f); return c.Options.String(f) }
 
-// RESTConfig is the controller's own connection: its client name in the User-Agent and a
-// token bucket of its own at --kube-api-qps/--kube-api-burst, as upstream gives every
-// controller its own clientset, so that one busy controller cannot starve another. Every
-// client built from one returned configuration shares its bucket.
-func (c *Context) RESTConfig() *rest.Config { return c.ScaledRESTConfig(1, 1) }
+// RESTConfig is the controller's own connection: its own identity with
+// --use-service-account-credentials, its client name in the User-Agent and a token bucket
+// of its own at --kube-api-qps/--kube-api-burst, as upstream gives every controller its own
+// clientset, so that one busy controller cannot starve another. Every client built from one
+// returned configuration shares its bucket.
+func (c *Context) RESTConfig() (*rest.Config, error) { return c.ScaledRESTConfig(1, 1) }
 
 // ScaledRESTConfig is RESTConfig with the QPS and burst multiplied, for the controllers
 // upstream gives a larger budget (namespace-controller, garbage-collector-controller).
-func (c *Context) ScaledRESTConfig(qps, burst float32) *rest.Config {
+func (c *Context) ScaledRESTConfig(qps, burst float32) (*rest.Config, error) {
 	cfg := rest.CopyConfig(c.Config)
+	if c.credentials != nil && !c.Controller.RootCredentials {
+		var err error
+		if cfg, err = c.credentials.Config(c.Controller.ClientName); err != nil {
+			return nil, fmt.Errorf("credentials of service account %s/%s: %w", metav1.NamespaceSystem, c.Controller.ClientName, err)
+		}
+	}
 	cfg.QPS = c.Options.KubeAPIQPS * qps
 	cfg.Burst = int(float32(c.Options.KubeAPIBurst) * burst)
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	cfg.UserAgent = UserAgent(c.Controller.ClientName)
-	return cfg
+	return cfg, nil
 }
 
 // Client returns the controller's client: reads come from the manager's shared cache,
-// writes go through RESTConfig's connection.
+// writes go through the controller's own connection (RESTConfig).
 func (c *Context) Client() (client.Client, error) {
-	return c.NewClient(c.RESTConfig(), true)
+	cfg, err := c.connection()
+	if err != nil {
+		return nil, err
+	}
+	return c.NewClient(cfg, true)
+}
+
+// APIReader returns the controller's live reads: through its own connection and identity,
+// sharing Client's token bucket, as upstream's controllers read live with their own
+// clientset. (The manager's own reader has kcm's identity, which may list and watch
+// everything but get only a few kinds.)
+func (c *Context) APIReader() (client.Reader, error) {
+	cfg, err := c.connection()
+	if err != nil {
+		return nil, err
+	}
+	return c.NewClient(cfg, false)
+}
+
+// connection is the controller's RESTConfig, built once so that its clients share one
+// token bucket.
+func (c *Context) connection() (*rest.Config, error) {
+	if c.conn == nil {
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		c.conn = cfg
+	}
+	return c.conn, nil
 }
 
 // NewClient builds a client on cfg (from RESTConfig or ScaledRESTConfig); cached reads come

@@ -18,8 +18,15 @@ func TestScaledRESTConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := &rest.Config{Host: "https://example", QPS: 5, Burst: 7, UserAgent: "base"}
-	ctx := NewContext(nil, opts, base).For(Descriptor{Name: "garbage-collector-controller", ClientName: "generic-garbage-collector"})
-	cfg := ctx.ScaledRESTConfig(2, 1)
+	root, err := NewContext(nil, opts, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := root.For(Descriptor{Name: "garbage-collector-controller", ClientName: "generic-garbage-collector"})
+	cfg, err := ctx.ScaledRESTConfig(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.QPS != 40 || cfg.Burst != 30 {
 		t.Errorf("QPS, burst = %v, %v; want 40, 30", cfg.QPS, cfg.Burst)
 	}
@@ -32,7 +39,7 @@ func TestScaledRESTConfig(t *testing.T) {
 	if base.QPS != 5 || base.RateLimiter != nil || base.UserAgent != "base" {
 		t.Error("the base configuration was changed")
 	}
-	if one := ctx.RESTConfig(); one.QPS != 20 || one.Burst != 30 || one.RateLimiter == cfg.RateLimiter {
+	if one, _ := ctx.RESTConfig(); one.QPS != 20 || one.Burst != 30 || one.RateLimiter == cfg.RateLimiter {
 		t.Errorf("RESTConfig: QPS %v burst %v, want 20, 30 and a bucket of its own", one.QPS, one.Burst)
 	}
 }
@@ -42,8 +49,11 @@ type fakeReconciler struct{ period int }
 // Overrides reach the reconciler of their controller only, and one that nothing applies is
 // an error rather than a silently untested suite.
 func TestOverrides(t *testing.T) {
-	root := NewContext(nil, options.New(), &rest.Config{},
+	root, err := NewContext(nil, options.New(), &rest.Config{},
 		OverrideFor("a-controller", func(r *fakeReconciler) { r.period = 1 }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b fakeReconciler
 	Apply(root.For(Descriptor{Name: "b-controller"}), &b)
 	if b.period != 0 {

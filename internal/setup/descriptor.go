@@ -29,6 +29,10 @@ type Descriptor struct {
 	// ClientName is upstream's client name for the controller: the last part of its
 	// User-Agent and, with --use-service-account-credentials, its ServiceAccount.
 	ClientName string
+	// RootCredentials: the controller acts with kcm's own identity even with
+	// --use-service-account-credentials (upstream's serviceaccount-token-controller, which
+	// makes the tokens the others would use).
+	RootCredentials bool
 	// Flags are the upstream flags only this controller acts on: Setup reads exactly these
 	// (a test checks both ways), and they are reported as ignored when it does not run.
 	Flags []options.Flag
@@ -54,9 +58,16 @@ func (d Descriptor) FlagNames() []string {
 	return names
 }
 
-// FlagsRead lists the upstream flags the built controllers of reg read, for options.New.
+// sharedFlags are read when setting any controller up, not by one controller.
+var sharedFlags = []options.Flag{options.UseServiceAccountCredentials}
+
+// FlagsRead lists the upstream flags kcm's set-up and the built controllers of reg read, for
+// options.New.
 func FlagsRead(reg []Descriptor) []string {
 	var flags []string
+	for _, f := range sharedFlags {
+		flags = append(flags, f.FlagName())
+	}
 	for _, d := range reg {
 		if d.Built() {
 			flags = append(flags, d.FlagNames()...)

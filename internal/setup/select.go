@@ -102,6 +102,9 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	}
 	var started []string
 	actedOn, unused := map[string]bool{}, map[string]bool{}
+	for _, f := range sharedFlags {
+		actedOn[f.FlagName()] = true
+	}
 	for _, d := range sel.Enabled {
 		if !d.Built() {
 			continue

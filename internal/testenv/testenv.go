@@ -41,6 +41,7 @@ type Env struct {
 
 	cancel  context.CancelFunc
 	stopped chan error
+	kubeadm *rest.Config
 }
 
 // DualStack gives the API server an IPv4 and an IPv6 service range, so that Services can
@@ -87,8 +88,28 @@ func Start(controllers []string, args ...string) (*Env, error) {
 	return env, nil
 }
 
+// KubeadmUser is the identity kubeadm's controller-manager.conf gives kube-controller-manager.
+const KubeadmUser = "system:kube-controller-manager"
+
+// KubeadmConfig reaches the API server as kubeadm's kube-controller-manager does: the user
+// system:kube-controller-manager, authenticated by a client certificate, with only the
+// rights the API server's bootstrap RBAC gives that user.
+func (e *Env) KubeadmConfig() (*rest.Config, error) {
+	if e.kubeadm == nil {
+		u, err := e.Environment.AddUser(envtest.User{Name: KubeadmUser}, e.Config)
+		if err != nil {
+			return nil, fmt.Errorf("adding user %s: %w", KubeadmUser, err)
+		}
+		e.kubeadm = u.Config()
+	}
+	return rest.CopyConfig(e.kubeadm), nil
+}
+
 // StartManager starts a kcm manager against the environment's API server, running the
-// named controllers through their own Setup, configured by kcm's flags (args).
+// named controllers through their own Setup, configured by kcm's flags (args). It runs kcm
+// the way a kubeadm cluster does: as system:kube-controller-manager with
+// --use-service-account-credentials, so each controller writes as its own ServiceAccount
+// under the API server's own system:controller:<name> role (args may turn that off).
 func (e *Env) StartManager(controllers []string, args ...string) error {
 	return e.StartManagerWith(controllers, args)
 }
@@ -99,7 +120,8 @@ func (e *Env) StartManager(controllers []string, args ...string) error {
 func (e *Env) StartManagerWith(controllers, args []string, overrides ...setup.Override) error {
 	registry := controller.Registry()
 	opts := options.New(setup.FlagsRead(registry)...)
-	args = append([]string{"--leader-elect=false", "--secure-port=0", "--controllers=" + strings.Join(controllers, ",")}, args...)
+	args = append([]string{"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=true",
+		"--controllers=" + strings.Join(controllers, ",")}, args...)
 	if err := opts.Parse(args); err != nil {
 		return err
 	}
@@ -107,7 +129,11 @@ func (e *Env) StartManagerWith(controllers, args []string, overrides ...setup.Ov
 	if err != nil {
 		return err
 	}
-	cfg := manager.RESTConfig(e.Config, opts)
+	base, err := e.KubeadmConfig()
+	if err != nil {
+		return err
+	}
+	cfg := manager.RESTConfig(base, opts)
 	mgr, err := manager.New(cfg, opts, setup.CacheRestrictions(registry), func(o *ctrlmanager.Options) {
 		// A test binary may build the same controller twice (e.g. after a restart).
 		o.Controller.SkipNameValidation = ptr.To(true)
@@ -115,7 +141,11 @@ func (e *Env) StartManagerWith(controllers, args []string, overrides ...setup.Ov
 	if err != nil {
 		return err
 	}
-	if _, err := setup.SetupEnabled(setup.NewContext(mgr, opts, cfg, overrides...), sel); err != nil {
+	sctx, err := setup.NewContext(mgr, opts, cfg, overrides...)
+	if err != nil {
+		return err
+	}
+	if _, err := setup.SetupEnabled(sctx, sel); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

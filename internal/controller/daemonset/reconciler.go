@@ -410,7 +410,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, ds *appsv1.DaemonSet, stat
 	updated.Status = status
 	// LastWriteWins: recomputed whole from the nodes and pods every sync; our write's event
 	// brings another.
-	if err := patch.Status(ctx, r.Client, updated, orig, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil

@@ -140,12 +140,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptio
 	if equality.Semantic.DeepEqual(pdb.Status, status) {
 		return nil
 	}
-	orig := pdb.DeepCopy()
 	pdb.Status = status
 	// Optimistic: the eviction API writes disruptedPods and disruptionsAllowed too, and a
 	// status computed before an eviction must not overwrite the eviction's (a conflict
 	// retries instead).
-	if err := patch.Status(ctx, r.Client, pdb, orig, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, pdb, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating PodDisruptionBudget status: %w", err)
 	}
 	return nil

@@ -23,7 +23,10 @@ var Descriptor = setup.Descriptor{
 // discovery client (scale subresources of custom controllers) shares the client's bucket.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentDisruptionSyncs)
-	cfg := ctx.RESTConfig()
+	cfg, err := ctx.RESTConfig()
+	if err != nil {
+		return err
+	}
 	cl, err := ctx.NewClient(cfg, true)
 	if err != nil {
 		return err

@@ -54,11 +54,10 @@ func (r *StalePodReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	orig := p.DeepCopy()
 	setDisruptionTargetFalse(p, now)
 	// Optimistic: a new eviction may have set the condition again since our read, and the
 	// merge patch replaces the whole conditions list (upstream's UpdateStatus locks too).
-	if err := patch.Status(ctx, r.Client, p, orig, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, p, patch.Optimistic); err != nil {
 		return reconcile.Result{}, fmt.Errorf("clearing DisruptionTarget condition: %w", err)
 	}
 	log.FromContext(ctx).V(2).Info("Reset stale DisruptionTarget condition to False")

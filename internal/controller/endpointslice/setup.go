@@ -33,7 +33,10 @@ func Setup(ctx *setup.Context) error {
 		return fmt.Errorf("max-endpoints-per-slice must be between 1 and 1000, but got %d", maxPerSlice)
 	}
 	// The library writes through client-go: one connection (one token bucket) for both.
-	cfg := ctx.RESTConfig()
+	cfg, err := ctx.RESTConfig()
+	if err != nil {
+		return err
+	}
 	cl, err := ctx.NewClient(cfg, true)
 	if err != nil {
 		return err

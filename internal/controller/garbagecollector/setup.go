@@ -53,8 +53,12 @@ func Setup(ctx *setup.Context) error {
 		logger.Info("Garbage collector not started: no workers", "concurrent-gc-syncs", workers)
 		return nil
 	}
+	cfg, err := ctx.ScaledRESTConfig(2, 1)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
-		Config:           ctx.ScaledRESTConfig(2, 1),
+		Config:           cfg,
 		Recorder:         ctx.Recorder(ControllerName),
 		DiscoveryPeriod:  DefaultDiscoveryPeriod,
 		IgnoredResources: DefaultIgnoredResources(),

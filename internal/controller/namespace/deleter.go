@@ -84,12 +84,11 @@ func (r *Reconciler) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 
 // writeConditions patches the namespace's deletion conditions when they changed.
 func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, obs *observation) error {
-	orig := ns.DeepCopy()
 	if !applyConditions(&ns.Status, obs.failing(), metav1.NewTime(r.Clock.Now())) {
 		return nil
 	}
 	// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
-	if err := patch.Status(ctx, r.Client, ns, orig, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, ns, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating the deletion conditions of namespace %s: %w", ns.Name, client.IgnoreNotFound(err))
 	}
 	return nil

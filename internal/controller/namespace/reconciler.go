@@ -83,10 +83,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if ns.Status.Phase != corev1.NamespaceTerminating {
-		orig := ns.DeepCopy()
 		ns.Status.Phase = corev1.NamespaceTerminating
 		// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
-		if err := patch.Status(ctx, r.Client, ns, orig, patch.Optimistic); err != nil {
+		if err := patch.Status(ctx, r.Client, ns, patch.Optimistic); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}

@@ -25,7 +25,10 @@ var Descriptor = setup.Descriptor{
 // discovery client, all sharing that client's rate limiter.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentNamespaceSyncs)
-	cfg := ctx.ScaledRESTConfig(QPSMultiplier, BurstMultiplier)
+	cfg, err := ctx.ScaledRESTConfig(QPSMultiplier, BurstMultiplier)
+	if err != nil {
+		return err
+	}
 	// As upstream, deprecation warnings of the resources it deletes generically are not logged.
 	cfg.WarningHandler = rest.NoWarnings{}
 	// No cache: as upstream, the controller reads the namespace and its pods live.

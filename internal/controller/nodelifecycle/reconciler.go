@@ -230,11 +230,10 @@ func (r *Reconciler) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	if !readyChanged {
 		return nil
 	}
-	orig := node.DeepCopy()
 	node.Status.Conditions = conds
 	// Optimistic: a heartbeat the kubelet wrote since the read must not be overwritten with
 	// Unknown; on a conflict the node is read and judged again.
-	if err := patch.Status(ctx, r.Client, node, orig, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, node, patch.Optimistic); err != nil {
 		return fmt.Errorf("marking node %s Unknown: %w", node.Name, err)
 	}
 	log.FromContext(ctx).Info("Node stopped posting status; marked Unknown", "node", node.Name)
@@ -292,12 +291,11 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node) er
 		if cond < 0 || p.Status.Conditions[cond].Status == corev1.ConditionFalse {
 			continue
 		}
-		orig := p.DeepCopy()
 		p.Status.Conditions[cond].Status = corev1.ConditionFalse
 		p.Status.Conditions[cond].LastTransitionTime = metav1.NewTime(r.Clock.Now())
 		// Optimistic, as upstream's UpdateStatus: the kubelet, if it is back, may have
 		// reported the pod since the read; its report wins and the next sync judges again.
-		err := patch.Status(ctx, r.Client, p, orig, patch.Optimistic)
+		err := patch.Status(ctx, r.Client, p, patch.Optimistic)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

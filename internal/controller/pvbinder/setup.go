@@ -24,9 +24,13 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
 	b := &Binder{
 		Client:              cl,
-		APIReader:           ctx.Manager.GetAPIReader(),
+		APIReader:           reader,
 		Recorder:            ctx.Recorder(EventSource),
 		SyncPeriod:          ctx.Duration(options.PvclaimbinderSyncPeriod),
 		DynamicProvisioning: ctx.Bool(options.EnableDynamicProvisioning),

@@ -24,7 +24,11 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, APIReader: ctx.Manager.GetAPIReader(), TrackUnused: true}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: cl, APIReader: reader, TrackUnused: true}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }

@@ -213,10 +213,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, obj client.Object, rs *app
 	if equality.Semantic.DeepEqual(rs.Status, status) {
 		return nil
 	}
-	orig := obj.DeepCopyObject().(client.Object)
 	r.Kind.SetStatus(obj, status)
 	// LastWriteWins: recomputed whole from the pods every sync; our write's event brings another.
-	if err := patch.Status(ctx, r.Client, obj, orig, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, obj, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil

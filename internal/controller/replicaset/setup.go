@@ -33,10 +33,14 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	if err != nil {
 		return err
 	}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Kind:      kind,
 		Client:    cl,
-		APIReader: ctx.Manager.GetAPIReader(),
+		APIReader: reader,
 		Recorder:  ctx.Recorder(kind.ControllerName),
 	}
 	setup.Apply(ctx, r)

@@ -102,11 +102,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		next = min(next, recheckAfterRelease)
 	}
 	if statusChanged(rq, st) {
-		orig := rq.DeepCopy()
 		rq.Status = st
 		// Optimistic: admission charges creations into status.used between our read and
 		// write; overwriting its charge would let the namespace exceed the quota.
-		if err := patch.Status(ctx, r.Client, rq, orig, patch.Optimistic); err != nil {
+		if err := patch.Status(ctx, r.Client, rq, patch.Optimistic); err != nil {
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil
 			}

@@ -25,7 +25,10 @@ var Descriptor = setup.Descriptor{
 // holds only some ConfigMaps and would hold whole Secrets.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentResourceQuotaSyncs)
-	cfg := ctx.RESTConfig()
+	cfg, err := ctx.RESTConfig()
+	if err != nil {
+		return err
+	}
 	cl, err := ctx.NewClient(cfg, true)
 	if err != nil {
 		return err

@@ -20,10 +20,13 @@ var Descriptor = setup.Descriptor{
 	Name:       ControllerName,
 	Aliases:    []string{"serviceaccount-token"},
 	ClientName: "tokens-controller",
-	Flags:      []options.Flag{options.ConcurrentServiceaccountTokenSyncs, options.ServiceAccountPrivateKeyFile, options.RootCAFile},
-	Indexes:    []index.Index{index.TokensByServiceAccount},
-	Cache:      tokenSecretsOnly,
-	Setup:      Setup,
+	// As upstream: the tokens controller makes the other controllers' tokens, so it cannot
+	// wait for one of its own.
+	RootCredentials: true,
+	Flags:           []options.Flag{options.ConcurrentServiceaccountTokenSyncs, options.ServiceAccountPrivateKeyFile, options.RootCAFile},
+	Indexes:         []index.Index{index.TokensByServiceAccount},
+	Cache:           tokenSecretsOnly,
+	Setup:           Setup,
 }
 
 // tokenSecretsOnly: of all Secrets, kcm's controllers need only service account tokens; the
@@ -69,9 +72,13 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Client:    cl,
-		APIReader: ctx.Manager.GetAPIReader(),
+		APIReader: reader,
 		Generator: gen,
 		RootCA:    ca,
 	}

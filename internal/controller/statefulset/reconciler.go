@@ -412,7 +412,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	updated.Status = status
 	// LastWriteWins: recomputed whole from the pods and revisions every sync, as upstream
 	// (which retries its UpdateStatus on a conflict over the newest copy).
-	if err := patch.Status(ctx, r.Client, updated, set, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil

@@ -23,9 +23,13 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Client:    cl,
-		APIReader: ctx.Manager.GetAPIReader(),
+		APIReader: reader,
 		Recorder:  ctx.Recorder(ControllerName),
 	}
 	setup.Apply(ctx, r)

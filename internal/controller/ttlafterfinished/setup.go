@@ -21,7 +21,11 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, APIReader: ctx.Manager.GetAPIReader()}
+	reader, err := ctx.APIReader()
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: cl, APIReader: reader}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
