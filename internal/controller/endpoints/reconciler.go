@@ -55,11 +55,12 @@ type Reconciler struct {
 	stale    staleTracker
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;list;watch;create;update;delete
+// What endpoints-controller's own client does (reads of the shared cache and Events run as
+// kcm's identity): Endpoints created, updated and deleted; the API server also checks create
+// on endpoints/restricted when an Endpoints names addresses it restricts.
+//
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=create;update;delete
 // +kubebuilder:rbac:groups="",resources=endpoints/restricted,verbs=create
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
 // Reconcile brings the Service's Endpoints in line with its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

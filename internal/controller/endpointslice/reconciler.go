@@ -89,12 +89,12 @@ type Reconciler struct {
 	overloaded chan event.GenericEvent
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
-// Slices are owned with blockOwnerDeletion, which needs update on services/finalizers.
+// What endpointslice-controller's own clientset does (reads of the shared cache and Events
+// run as kcm's identity): the library's slices created, updated and deleted. They are owned
+// by their Service with blockOwnerDeletion, which needs update on services/finalizers.
+//
 // +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=create;update;delete
 
 // Reconcile brings the Service's slices in line with its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

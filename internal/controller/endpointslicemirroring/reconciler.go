@@ -61,11 +61,12 @@ type Reconciler struct {
 	slices *endpointsliceutil.EndpointSliceTracker
 }
 
-// +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=endpoints/finalizers;services/finalizers,verbs=update
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// What endpointslice-mirroring-controller's own client does (reads of the shared cache and
+// Events run as kcm's identity): mirrored slices created, updated and deleted. They are owned
+// by their Endpoints with blockOwnerDeletion, which needs update on endpoints/finalizers.
+//
+// +kubebuilder:rbac:groups="",resources=endpoints/finalizers,verbs=update
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=create;update;delete
 
 // Reconcile mirrors the Endpoints, or deletes its mirrored slices when it must not be.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -70,11 +70,14 @@ type Reconciler struct {
 	kick chan struct{}
 }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch;update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// What node-lifecycle-controller's own client (node-controller) does (reads of the shared
+// cache, Leases' included, and Events run as kcm's identity): nodes' taints and labels
+// patched, as upstream's PatchNodeTaints and label patch; the Ready condition and pods' Ready
+// condition written with an update of the status subresource, as upstream's UpdateStatus.
+//
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=update
 
 // Reconcile syncs one node: it observes the node and its Lease, judges its health, brings
 // its taints and labels in line, and writes the node's and its pods' conditions last.

@@ -78,9 +78,15 @@ type Reconciler struct {
 	quarantined quarantine
 }
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// What pod-garbage-collector's own client does (reads of the shared cache run as kcm's
+// identity): pods not yet finished patched to Failed through their status, as upstream's
+// PatchPodStatus, and deleted; a node missing from the cache confirmed gone by a live get
+// (APIReader), as upstream's kubeClient Get. Pods are never read live: the role grants no get
+// on them.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 
 // Reconcile runs one pass of the collector and comes back after Period. Failures are logged
 // and retried by the next pass, as upstream does: the pass must keep its rhythm rather than

@@ -55,11 +55,12 @@ type Reconciler struct {
 	pending *pendingEvictions
 }
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// What taint-eviction-controller's own client (node-controller, as upstream) does (reads of
+// the shared cache and Events run as kcm's identity): the DisruptionTarget condition patched
+// into the pod's status, as upstream's PatchPodStatus, and the pod deleted.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Reconcile reads the pod and its node, decides, and deletes the pod when its time has come,
 // coming back at that time otherwise.
