@@ -11,8 +11,6 @@ K8S_BIN ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
 K8S_TOOLS := $(CURDIR)/hack/tools/k8s
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION)
 
-CONTROLLER_TOOLS_VERSION ?= v0.23.0
-CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KWOK_VERSION ?= v0.8.0
 KWOK ?= $(LOCALBIN)/kwok-$(KWOK_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
@@ -26,8 +24,6 @@ IMG ?= kcm:dev
 
 # Tests find the control plane through KUBEBUILDER_ASSETS, like any envtest suite.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
-# The manifests suite checks config/rbac/role.yaml with the same controller-gen.
-export CONTROLLER_GEN
 
 .PHONY: all
 all: build
@@ -50,7 +46,7 @@ run: build k8s-bins ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if gi
 	fi
 
 .PHONY: test
-test: k8s-bins controller-gen fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
+test: k8s-bins fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
 	go test ./... -count=1 -timeout 30m
 
 .PHONY: e2e
@@ -76,10 +72,6 @@ fmt: ## Fail when gofmt would change a file.
 vet: ## go vet.
 	go vet ./...
 
-.PHONY: manifests
-manifests: controller-gen ## Regenerate config/rbac/role.yaml from the +kubebuilder:rbac markers.
-	$(CONTROLLER_GEN) rbac:roleName=kcm paths="./internal/..." output:rbac:artifacts:config=config/rbac
-
 .PHONY: upstream-flags
 upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags.
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
@@ -104,13 +96,6 @@ $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(UPSTREA
 $(K8S_BIN)/etcd:
 	@mkdir -p $(K8S_BIN)
 	cd $(K8S_TOOLS) && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
-
-.PHONY: controller-gen
-controller-gen: $(CONTROLLER_GEN)
-$(CONTROLLER_GEN):
-	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(LOCALBIN)/controller-gen $@
 
 .PHONY: kwok
 kwok: $(KWOK)

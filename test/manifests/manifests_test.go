@@ -1,12 +1,10 @@
 package manifests_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +34,9 @@ const (
 	securePort = 10257
 	// fieldManager owns what the suite applies.
 	fieldManager = "kcm-manifests-test"
+	// kcmRole is the API server's built-in ClusterRole for kube-controller-manager's own
+	// identity (kubeadm's user system:kube-controller-manager): all kcm's ServiceAccount gets.
+	kcmRole = "system:kube-controller-manager"
 )
 
 // object is one document of a kustomize build.
@@ -131,12 +133,12 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 		c = kcmContainer(dep)
 	})
 
-	It("holds kcm's ServiceAccount, ClusterRole, ClusterRoleBinding and Deployment, and nothing else", func() {
+	It("holds kcm's ServiceAccount, ClusterRoleBinding, Deployment and PodDisruptionBudget, and nothing else", func() {
 		var got []string
 		for _, o := range objs {
 			got = append(got, o.String())
 		}
-		Expect(got).To(ConsistOf("ServiceAccount/kcm", "ClusterRole/kcm", "ClusterRoleBinding/kcm", "Deployment/kcm"))
+		Expect(got).To(ConsistOf("ServiceAccount/kcm", "ClusterRoleBinding/kcm", "Deployment/kcm", "PodDisruptionBudget/kcm"))
 	})
 
 	It("puts every namespaced object in kube-system", func() {
@@ -172,6 +174,11 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 		// The same Lease as upstream kube-controller-manager: the two never act at once.
 		Expect(opts.LeaderElection.ResourceNamespace).To(Equal("kube-system"))
 		Expect(opts.LeaderElection.ResourceName).To(Equal("kube-controller-manager"))
+	})
+
+	It("runs every controller with its own ServiceAccount's credentials, as kubeadm does", func() {
+		Expect(c.Args).To(ContainElement("--use-service-account-credentials=true"))
+		Expect(parseArgs(c).Bool(options.UseServiceAccountCredentials)).To(BeTrue())
 	})
 
 	It("serves HTTPS on the secure port 10257, and probes /healthz there without credentials", func() {
@@ -217,7 +224,7 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 		Expect(lim.Memory().Cmp(*req.Memory())).To(BeNumerically(">=", 0), "memory limit below the request")
 	})
 
-	It("schedules as a critical control-plane component, onto any node", func() {
+	It("schedules as a critical control-plane component, onto control-plane nodes by preference and any node else", func() {
 		spec := dep.Spec.Template.Spec
 		Expect(spec.ServiceAccountName).To(Equal(name))
 		Expect(spec.PriorityClassName).To(Equal("system-cluster-critical"))
@@ -227,15 +234,39 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 			HaveField("Operator", corev1.TolerationOpExists),
 			HaveField("Effect", Or(Equal(corev1.TaintEffectNoSchedule), BeEmpty())),
 		)))
+		// Preferred, not required: a cluster whose control plane runs no kubelet still runs kcm.
+		Expect(spec.Affinity.NodeAffinity).NotTo(BeNil())
+		Expect(spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeNil())
+		Expect(spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(ContainElement(
+			HaveField("Preference.MatchExpressions", ContainElement(SatisfyAll(
+				HaveField("Key", "node-role.kubernetes.io/control-plane"),
+				HaveField("Operator", corev1.NodeSelectorOpExists),
+			))),
+		))
 	})
 
-	It("binds the ClusterRole kcm to the ServiceAccount kube-system/kcm that the Deployment runs as", func() {
+	It("keeps one kcm pod through voluntary disruptions", func() {
+		pdb := &policyv1.PodDisruptionBudget{}
+		decode(objs, "PodDisruptionBudget", name, pdb)
+		Expect(pdb.Spec.MinAvailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(pdb.Spec.MaxUnavailable).To(BeNil())
+		Expect(pdb.Spec.Selector).NotTo(BeNil())
+		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+		Expect(pdb.Spec.Selector.MatchExpressions).To(BeEmpty())
+		Expect(*dep.Spec.Replicas).To(BeNumerically(">", pdb.Spec.MinAvailable.IntVal), "a drain could never evict a kcm pod")
+	})
+
+	It("binds exactly the built-in ClusterRole system:kube-controller-manager to the ServiceAccount kube-system/kcm that the Deployment runs as, and grants nothing else", func() {
+		for _, o := range objs {
+			if o.GetObjectKind().GroupVersionKind().Group == rbacv1.GroupName {
+				Expect(o.String()).To(Equal("ClusterRoleBinding/"+name), "kcm defines no role and no other binding")
+			}
+		}
 		crb := &rbacv1.ClusterRoleBinding{}
 		decode(objs, "ClusterRoleBinding", name, crb)
-		Expect(crb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}))
+		Expect(crb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kcmRole}))
 		Expect(crb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}}))
 
-		decode(objs, "ClusterRole", name, &rbacv1.ClusterRole{})
 		sa := &corev1.ServiceAccount{}
 		decode(objs, "ServiceAccount", name, sa)
 		Expect(sa.Namespace).To(Equal(crb.Subjects[0].Namespace))
@@ -302,10 +333,11 @@ var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
 		return string(run(manifest, kubectl, append(args, "-f", "-")...))
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
+	applied := []string{"serviceaccount/kcm", "clusterrolebinding.rbac.authorization.k8s.io/kcm", "deployment.apps/kcm", "poddisruptionbudget.policy/kcm"}
 
 	It("passes a server-side dry run, which persists nothing", func() {
 		out := apply("--dry-run=server")
-		for _, o := range []string{"serviceaccount/kcm", "clusterrole.rbac.authorization.k8s.io/kcm", "clusterrolebinding.rbac.authorization.k8s.io/kcm", "deployment.apps/kcm"} {
+		for _, o := range applied {
 			Expect(out).To(ContainSubstring(o+" serverside-applied (server dry run)"), "kubectl said:\n%s", out)
 		}
 		err := env.Client.Get(ctx, key, &appsv1.Deployment{})
@@ -314,14 +346,16 @@ var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
 
 	It("applies server-side, and the Deployment reads back as applied", func() {
 		out := apply()
-		Expect(out).To(ContainSubstring("deployment.apps/kcm serverside-applied"))
+		for _, o := range applied {
+			Expect(out).To(ContainSubstring(o+" serverside-applied"), "kubectl said:\n%s", out)
+		}
 
 		dep := &appsv1.Deployment{}
 		Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(2))))
 		c := kcmContainer(dep)
 		Expect(c.Image).To(Equal("kcm:dev"))
-		Expect(c.Args).To(ContainElements("--leader-elect=true", fmt.Sprintf("--secure-port=%d", securePort)))
+		Expect(c.Args).To(ContainElements("--leader-elect=true", fmt.Sprintf("--secure-port=%d", securePort), "--use-service-account-credentials=true"))
 		Expect(c.LivenessProbe).NotTo(BeNil())
 		Expect(c.LivenessProbe.HTTPGet).NotTo(BeNil())
 		Expect(c.LivenessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
@@ -334,40 +368,59 @@ var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
 		)), "the Deployment was not server-side applied")
 
 		Expect(env.Client.Get(ctx, key, &corev1.ServiceAccount{})).To(Succeed())
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{})).To(Succeed())
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
+		Expect(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed())
+		crb := &rbacv1.ClusterRoleBinding{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, crb)).To(Succeed())
+		Expect(crb.RoleRef.Name).To(Equal(kcmRole))
+		// The role bound is the API server's own, which it creates at startup.
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: kcmRole}, &rbacv1.ClusterRole{})).To(Succeed())
 
 		// Applying again changes nothing and does not conflict.
 		Expect(apply()).To(ContainSubstring("deployment.apps/kcm serverside-applied"))
 	})
 
-	It("authorizes the ServiceAccount for every rule of the ClusterRole, and for leader election", func() {
-		role := &rbacv1.ClusterRole{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, role)).To(Succeed())
-		Expect(role.Rules).NotTo(BeEmpty())
+	It("authorizes the ServiceAccount as kubeadm's system:kube-controller-manager, and for nothing more", func() {
 		kcmSA := "system:serviceaccount:" + namespace + ":" + name
-		checks := []authorizationv1.ResourceAttributes{
+		lease := func(verb, leaseName string) authorizationv1.ResourceAttributes {
+			return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: leaseName}
+		}
+		for _, attrs := range []authorizationv1.ResourceAttributes{
 			// Leader election on upstream's Lease.
-			{Namespace: namespace, Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-controller-manager"},
-			{Namespace: namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-controller-manager"},
+			lease("get", "kube-controller-manager"),
+			lease("update", "kube-controller-manager"),
+			lease("create", ""),
+			// The shared cache.
+			{Namespace: "some-namespace", Verb: "list", Group: "apps", Resource: "deployments"},
+			{Verb: "watch", Resource: "nodes"},
+			{Verb: "list", Group: "example.com", Resource: "widgets"},
+			// Events, as the manager records them.
+			{Namespace: "some-namespace", Verb: "create", Group: "events.k8s.io", Resource: "events"},
+			// --use-service-account-credentials: each controller's ServiceAccount and its tokens.
+			{Namespace: namespace, Verb: "get", Resource: "serviceaccounts", Name: "deployment-controller"},
+			{Namespace: namespace, Verb: "create", Resource: "serviceaccounts"},
+			{Namespace: namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: "deployment-controller"},
 			// Delegated authentication and authorization of the secure port.
 			{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
 			{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-		}
-		for _, rule := range role.Rules {
-			for _, group := range rule.APIGroups {
-				for _, resource := range rule.Resources {
-					for _, verb := range rule.Verbs {
-						checks = append(checks, authorizationv1.ResourceAttributes{Namespace: "some-namespace", Verb: verb, Group: group, Resource: resource})
-					}
-				}
-			}
-		}
-		for _, attrs := range checks {
+		} {
 			Expect(allowed(ctx, kcmSA, attrs)).To(BeTrue(), "%s may not %+v", kcmSA, attrs)
 		}
-		// The check means something: RBAC denies another ServiceAccount of kube-system.
-		Expect(allowed(ctx, "system:serviceaccount:"+namespace+":not-kcm", checks[1])).To(BeFalse())
+		// The controllers write as their own ServiceAccounts: kcm's own one does not, and its
+		// Lease rights are upstream's Lease's only.
+		for _, attrs := range []authorizationv1.ResourceAttributes{
+			lease("update", "another-lease"),
+			lease("delete", "kube-controller-manager"),
+			{Namespace: "some-namespace", Verb: "create", Resource: "pods"},
+			{Namespace: "some-namespace", Verb: "update", Group: "apps", Resource: "deployments"},
+			{Namespace: "some-namespace", Verb: "get", Group: "apps", Resource: "deployments", Name: "web"},
+			{Verb: "patch", Resource: "nodes", Name: "node-1"},
+			{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+		} {
+			Expect(allowed(ctx, kcmSA, attrs)).To(BeFalse(), "%s may %+v", kcmSA, attrs)
+		}
+		// The check means something: RBAC denies another ServiceAccount of kube-system what
+		// kcm's may do.
+		Expect(allowed(ctx, "system:serviceaccount:"+namespace+":not-kcm", lease("update", "kube-controller-manager"))).To(BeFalse())
 	})
 })
 
@@ -382,40 +435,4 @@ func allowed(ctx context.Context, user string, attrs authorizationv1.ResourceAtt
 	}}
 	Expect(env.Client.Create(ctx, sar)).To(Succeed())
 	return sar.Status.Allowed
-}
-
-var _ = Describe("config/rbac/role.yaml", func() {
-	It("is what controller-gen generates from the +kubebuilder:rbac markers", func() {
-		gen := controllerGen()
-		dir := GinkgoT().TempDir()
-		run(nil, gen, "rbac:roleName=kcm", "paths=./internal/...", "output:rbac:artifacts:config="+dir)
-		generated, err := os.ReadFile(filepath.Join(dir, "role.yaml"))
-		Expect(err).NotTo(HaveOccurred(), "controller-gen wrote no role.yaml")
-		committed, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		if !bytes.Equal(generated, committed) {
-			Fail(fmt.Sprintf("config/rbac/role.yaml is stale: run make manifests\n--- generated by %s:\n%s", gen, generated))
-		}
-	})
-})
-
-// controllerGen finds the controller-gen the Makefile installed: $CONTROLLER_GEN, else the
-// newest bin/controller-gen-*.
-func controllerGen() string {
-	GinkgoHelper()
-	if p := os.Getenv("CONTROLLER_GEN"); p != "" {
-		abs, err := filepath.Abs(p)
-		Expect(err).NotTo(HaveOccurred())
-		if _, err := os.Stat(abs); err != nil {
-			Fail(fmt.Sprintf("CONTROLLER_GEN=%s: %v: run `make controller-gen`", p, err))
-		}
-		return abs
-	}
-	found, err := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*"))
-	Expect(err).NotTo(HaveOccurred())
-	if len(found) == 0 {
-		Fail("no bin/controller-gen-* and CONTROLLER_GEN is not set: run `make controller-gen`")
-	}
-	sort.Strings(found)
-	return found[len(found)-1]
 }

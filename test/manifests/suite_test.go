@@ -1,6 +1,6 @@
 // Package manifests_test checks kcm's deployment manifests: that config/default builds with
 // kustomize into what a control plane needs, that the real kube-apiserver accepts it, and that
-// the generated RBAC in config/rbac/role.yaml matches the +kubebuilder:rbac markers.
+// it gives kcm exactly the API server's built-in system:kube-controller-manager role.
 package manifests_test
 
 import (
@@ -18,7 +18,7 @@ import (
 
 var (
 	env *testenv.Env
-	// root is the repository root; kubectl and controller-gen run from there.
+	// root is the repository root; kubectl runs from there.
 	root string
 	// kubectl is the kubectl next to kube-apiserver in KUBEBUILDER_ASSETS.
 	kubectl string
