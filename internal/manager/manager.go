@@ -27,11 +27,30 @@ import (
 	"github.com/kcm/kcm/internal/options"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// What kcm's own identity (kubeadm's user system:kube-controller-manager, or the ServiceAccount
+// config/ binds to that user's built-in ClusterRole) does; each controller's markers, in its
+// package, name what it does as its own ServiceAccount. internal/controller's RBAC test holds
+// these to the built-in role system:kube-controller-manager.
+//
+// The shared cache lists and watches whatever the controllers read.
+// +kubebuilder:rbac:groups=*,resources=*,verbs=list;watch
+// Leader election on upstream's Lease, kube-system/kube-controller-manager: the built-in role
+// grants get and update on that Lease only.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=kube-controller-manager
+// Events of every controller.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
+// Delegated authentication and authorization of the secure port.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// With --use-service-account-credentials, k8s.io/controller-manager's client builder gets (and
+// creates if missing) each controller's ServiceAccount in kube-system and requests its tokens;
+// before creating one it gets the namespace kube-system (and would create it were it missing,
+// which the API server never lets happen).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 // Scheme knows every built-in API type.
 func Scheme() *runtime.Scheme {
