@@ -82,7 +82,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 	if err != nil {
 		return nil, err
 	}
-	proc, err := c.StartProcess(m.Name, m.Binary, managerArgs(cfg, c.Kubeconfig, port)...)
+	proc, err := c.StartProcess(m.Name, m.Binary, managerArgs(cfg, c, port)...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,20 +182,19 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 	return res, nil
 }
 
-// managerArgs are the flags both managers get: the same controllers, client QPS and burst,
+// managerArgs are the flags both managers get: kubeadm's static pod command line, as the
+// user system:kube-controller-manager with --use-service-account-credentials (each
+// controller under its own upstream role), with the same controllers, client QPS and burst,
 // and /metrics on loopback without authentication, so the driver can read
 // rest_client_requests_total.
-func managerArgs(cfg Config, kubeconfig string, port int) []string {
-	return []string{
-		"--kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--controllers=" + strings.Join(cfg.Controllers, ","),
-		"--kube-api-qps=" + strconv.FormatFloat(cfg.QPS, 'f', -1, 64),
-		"--kube-api-burst=" + strconv.Itoa(cfg.Burst),
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
+func managerArgs(cfg Config, c *cluster.Cluster, port int) []string {
+	return c.KubeadmArgs(
+		"--controllers="+strings.Join(cfg.Controllers, ","),
+		"--kube-api-qps="+strconv.FormatFloat(cfg.QPS, 'f', -1, 64),
+		"--kube-api-burst="+strconv.Itoa(cfg.Burst),
+		"--secure-port="+strconv.Itoa(port),
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-	}
+	)
 }
 
 func freePort() (int, error) {

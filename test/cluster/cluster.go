@@ -4,7 +4,9 @@
 // etcd and kube-apiserver through envtest, with the API server's default admission plugins,
 // kube-scheduler, and KWOK playing the kubelet of fake nodes that heartbeat through Leases.
 // The controller manager under test is started by the caller with StartProcess, so the same
-// cluster can be driven by kcm or by upstream's kube-controller-manager.
+// cluster can be driven by kcm or by upstream's kube-controller-manager; KubeadmArgs is the
+// command line kubeadm gives it, with the files and the identity (ControllerManagerKubeconfig)
+// this cluster has for it.
 //
 // Every component logs to <Dir>/<name>.log; Stop ends every process the cluster started.
 package cluster
@@ -60,7 +62,13 @@ type Cluster struct {
 	Dir string
 	// Kubeconfig is the path of an administrator's kubeconfig.
 	Kubeconfig string
-	Config     *rest.Config
+	// ControllerManagerKubeconfig is the path of kubeadm's controller-manager.conf for this
+	// cluster: the user ControllerManagerUser, authenticated by a client certificate, with
+	// only the rights the API server's bootstrap RBAC gives that user. KubeadmArgs uses it.
+	ControllerManagerKubeconfig string
+	// PKI are the files KubeadmArgs names.
+	PKI    PKI
+	Config *rest.Config
 	// Client talks to the API server directly, without a cache.
 	Client client.Client
 	// StagesFile holds KWOK's stages, for more kwok processes (KWOKArgs).
@@ -100,6 +108,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	apiserver := c.env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = apiLog, apiLog
+	apiserver.Configure().Set("service-cluster-ip-range", ServiceClusterIPRange)
 	if opts.Audit {
 		policy := filepath.Join(c.Dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
@@ -119,6 +128,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	if err := os.WriteFile(c.Kubeconfig, c.env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	if err := c.writeKubeadmFiles(); err != nil {
 		return err
 	}
 	if opts.Nodes == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,12 +22,12 @@ var _ = Describe("The benchmark", func() {
 		Expect(upstream).To(BeAnExistingFile(), "`make e2e` builds it")
 		bench := filepath.Join(logDir, "bench")
 		build(bench, "github.com/kcm/kcm/test/bench")
-		kcm := envOr("KCM_BINARY", filepath.Join(logDir, "kcm"))
+		kcmBin := envOr("KCM_BINARY", filepath.Join(logDir, "kcm"))
 		out := filepath.Join(logDir, "bench-result.json")
 
 		cmd := exec.CommandContext(ctx, bench,
 			"-deployments=6", "-replicas=2", "-nodes=2",
-			"-kcm="+kcm, "-upstream="+upstream, "-kwok="+kwokBinary,
+			"-kcm="+kcmBin, "-upstream="+upstream, "-kwok="+kwokBinary,
 			"-assets="+filepath.Dir(kubectl),
 			"-out="+out, "-logs="+filepath.Join(logDir, "bench-logs"))
 		cmd.Dir = root
@@ -62,6 +63,16 @@ var _ = Describe("The benchmark", func() {
 			}
 			Expect(m.CPUSeconds).To(BeNumerically(">", 0), m.Name)
 			Expect(m.PeakRSSBytes).To(BeNumerically(">", 1<<20), m.Name)
+		}
+		// Both ran as kubeadm runs them (system:kube-controller-manager, each controller as
+		// its own ServiceAccount): upstream, the reference, shows that its roles suffice.
+		for _, name := range []string{"upstream", "kcm"} {
+			logs, err := filepath.Glob(filepath.Join(logDir, "bench-logs", "*", name, name+".log"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(logs).To(HaveLen(1), "%s's log", name)
+			lines := forbiddenLines(logs[0])
+			Expect(lines).To(BeEmpty(), "%s's log %s has %d lines saying forbidden:\n%s",
+				name, logs[0], len(lines), strings.Join(lines[:min(len(lines), 30)], "\n"))
 		}
 		Expect(res.Ratio).To(HaveKey("create wallSeconds"))
 		Expect(res.APIServerLimit.Pods).To(Equal(12))

@@ -4,6 +4,8 @@ package e2e_test
 
 import (
 	"context"
+	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -134,4 +136,28 @@ func expectRolloutStatus(ctx context.Context, ns, name string) {
 	out, err := runKubectl(ctx, "-n", ns, "rollout", "status", "deployment/"+name, "--timeout=2m")
 	Expect(err).NotTo(HaveOccurred(), "kubectl rollout status:\n%s\nlogs in %s", out, logDir)
 	Expect(out).To(ContainSubstring("successfully rolled out"))
+}
+
+// forbiddenLines returns the lines of a log that say "forbidden", in any case: a request the
+// API server refused for want of a right.
+func forbiddenLines(path string) []string {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// freePort is a TCP port on loopback that nothing listens on now.
+func freePort() int {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

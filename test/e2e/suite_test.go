@@ -3,8 +3,11 @@
 // Package e2e_test runs whole-cluster specs against a local cluster on loopback (test/cluster:
 // etcd and kube-apiserver through envtest, with the API server's default admission plugins,
 // kube-scheduler, KWOK playing the kubelet of three fake nodes) and the kcm binary built from
-// this tree as a separate process with its default controllers. Specs use only the public
-// API (a client, or kubectl), as a user would.
+// this tree as a separate process, started as kubeadm's static pod starts
+// kube-controller-manager: its full argument list, and the identity of kubeadm's
+// controller-manager.conf (the user system:kube-controller-manager, by client certificate)
+// with --use-service-account-credentials, not an administrator's. Specs use only the public
+// API (a client, or kubectl), as a user would; after them, kcm's log must hold no Forbidden.
 //
 // Run it with `make e2e`; it is behind the `e2e` build tag so that `go test ./...` skips it.
 // Every component writes its log under bin/e2e-logs/<timestamp>/, which failures name.
@@ -16,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +47,8 @@ var (
 	cl client.Client
 	// components are the cluster's long-running processes and kcm, checked after every spec.
 	components []*cluster.Process
+	// kcm is the kcm process, started as kubeadm starts kube-controller-manager.
+	kcm *cluster.Process
 )
 
 const nodeCount = 3
@@ -86,14 +92,27 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 	cl, kubeconfig = local.Client, local.Kubeconfig
 
-	By("starting kcm")
-	_, err = local.StartProcess("kcm", kcmBinary, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0")
+	// kubeadm's port 10257 may be taken on this machine (another run, a real cluster).
+	By("starting kcm as kubeadm does: its static pod's arguments, as the user " + cluster.ControllerManagerUser)
+	kcm, err = local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
 	Expect(err).NotTo(HaveOccurred())
 	components = local.Processes()
 	for i := range nodeCount {
 		waitNodeSchedulable(ctx, cluster.NodeName(i))
 	}
 }, NodeTimeout(5*time.Minute))
+
+// The specs have run kcm's controllers as a kubeadm cluster runs them, each as its own
+// ServiceAccount under the API server's own system:controller:<name> role: none may have
+// been refused anything.
+var _ = AfterSuite(func() {
+	if kcm == nil {
+		return
+	}
+	lines := forbiddenLines(kcm.LogPath)
+	Expect(lines).To(BeEmpty(), "kcm's log %s has %d lines saying forbidden, which upstream's roles do not allow:\n%s",
+		kcm.LogPath, len(lines), strings.Join(lines[:min(len(lines), 30)], "\n"))
+})
 
 var _ = AfterEach(func() {
 	if CurrentSpecReport().Failed() {
