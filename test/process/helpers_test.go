@@ -19,12 +19,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller"
@@ -170,4 +172,32 @@ func notBuiltAmong(extra ...string) []string {
 		}
 	}
 	return names
+}
+
+// newDeployment is a Deployment of replicas pods of one pause container.
+func newDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+}
+
+// forbiddenLines returns the lines of the process's output that say "forbidden", in any
+// case: a request the API server refused for want of a right.
+func forbiddenLines(p *process) []string {
+	var lines []string
+	for _, l := range strings.Split(p.Output(), "\n") {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
