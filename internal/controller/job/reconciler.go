@@ -57,10 +57,14 @@ type Reconciler struct {
 	written      *writtenVersions
 }
 
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// What job-controller's own client does (reads of the shared cache run as kcm's identity):
+// a live get of the Job before adopting, the status update, pods created with a blocking
+// owner reference, pods' ownership and tracking finalizer patched, and pods deleted.
+//
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=update
+// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create;delete;patch
 
 // Reconcile observes the Job's pods, decides whether it succeeded or failed, creates or
 // deletes pods, and records finished pods in status before it releases their finalizers.
@@ -439,23 +443,20 @@ func (r *Reconciler) removeFinalizers(ctx context.Context, key types.NamespacedN
 	return removed, err
 }
 
-// writeStatus patches the Job's status when it differs from orig, guarded by orig's
+// writeStatus updates the Job's status when it differs from orig, guarded by orig's
 // resourceVersion: counters computed from a stale Job must not be written. On success
-// job holds what the API server stored and orig becomes a copy of it.
+// job holds what the API server stored and orig becomes a copy of it. An update of the
+// status subresource, as upstream's UpdateStatus: job-controller's role grants update, not
+// patch, on jobs/status.
 func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) error {
 	if equality.Semantic.DeepEqual(orig.Status, job.Status) {
 		return nil
 	}
 	// Optimistic: the counters add to what orig holds; written over a newer status they
 	// would count pods twice or lose them.
-	data, err := patch.From(orig, patch.Optimistic).Data(job)
-	if err != nil {
-		return err
-	}
-	// Decode the answer into an empty Job: decoding into job would keep fields the
-	// answer leaves out.
-	stored := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
-	if err := r.Client.Status().Patch(ctx, stored, client.RawPatch(types.MergePatchType, data)); err != nil {
+	stored := job.DeepCopy()
+	stored.ResourceVersion = orig.ResourceVersion
+	if err := patch.Status(ctx, r.Client, stored, patch.Optimistic); err != nil {
 		return err
 	}
 	r.written.wrote(client.ObjectKeyFromObject(job), stored.UID, stored.ResourceVersion)
