@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/owned"
@@ -177,14 +178,28 @@ func CreateNamed(ctx context.Context, c client.Client, owner metav1.Object, rev 
 	}
 }
 
-// SetRevision patches rev's Revision number to n (no write when it already is n).
+// SetRevision updates rev's Revision number to n (no write when it already is n), as
+// upstream's UpdateControllerRevision: an update, retried on a conflict from the cache's
+// newer copy.
 func SetRevision(ctx context.Context, c client.Client, rev *appsv1.ControllerRevision, n int64) (*appsv1.ControllerRevision, error) {
 	if rev.Revision == n {
 		return rev, nil
 	}
-	updated := rev.DeepCopy()
-	updated.Revision = n
-	if err := c.Patch(ctx, updated, client.MergeFrom(rev)); err != nil {
+	current := rev
+	var updated *appsv1.ControllerRevision
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		updated = current.DeepCopy()
+		updated.Revision = n
+		err := c.Update(ctx, updated)
+		if apierrors.IsConflict(err) {
+			fresh := &appsv1.ControllerRevision{}
+			if getErr := c.Get(ctx, client.ObjectKeyFromObject(rev), fresh); getErr == nil {
+				current = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("updating revision of ControllerRevision %s: %w", rev.Name, err)
 	}
 	return updated, nil
