@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,12 +50,19 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets/status,verbs=update;patch
+// What statefulset-controller's own client does (reads of the shared cache run as kcm's
+// identity): a live get of the set before adopting, the status update, ControllerRevisions
+// created (blocking owner reference), renumbered by update and deleted, pods created, their
+// identity updated, adopted or released by patch, and deleted, PVCs created and their owner
+// references (a pod's, blocking) updated.
+//
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=statefulsets/status,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create;update
 
 // Reconcile observes the set's pods and revisions, creates, repairs and deletes pods as the
 // plan says, and writes status.
@@ -301,15 +309,26 @@ func (r *Reconciler) deletePod(ctx context.Context, set *appsv1.StatefulSet, p *
 	return nil
 }
 
-// relabel restores the pod-name and pod-index labels.
+// relabel restores the pod-name and pod-index labels with an update of the pod, as
+// upstream's UpdateStatefulPod: on a conflict it retries on the cache's newer copy.
 func (r *Reconciler) relabel(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod) error {
-	updated := p.DeepCopy()
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	updated.Labels[appsv1.StatefulSetPodNameLabel] = p.Name
-	updated.Labels[appsv1.PodIndexLabel] = strconv.Itoa(ordinalOf(p))
-	err := r.Client.Patch(ctx, updated, client.MergeFrom(p))
+	current := p
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		updated := current.DeepCopy()
+		if updated.Labels == nil {
+			updated.Labels = map[string]string{}
+		}
+		updated.Labels[appsv1.StatefulSetPodNameLabel] = p.Name
+		updated.Labels[appsv1.PodIndexLabel] = strconv.Itoa(ordinalOf(p))
+		err := r.Client.Update(ctx, updated)
+		if apierrors.IsConflict(err) {
+			fresh := &corev1.Pod{}
+			if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh); getErr == nil {
+				current = fresh
+			}
+		}
+		return err
+	})
 	r.podEvent(set, p, "Update", err)
 	if err != nil {
 		return fmt.Errorf("updating identity of Pod %s: %w", p.Name, err)
