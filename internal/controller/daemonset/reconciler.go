@@ -64,12 +64,17 @@ type Reconciler struct {
 	deletions *expectations.Expectations
 }
 
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets/status,verbs=update;patch
+// What daemon-set-controller's own client does (reads of the shared cache, nodes' and pods'
+// included, run as kcm's identity): a live get of the DaemonSet before adopting, the status
+// update, ControllerRevisions created (blocking owner reference), renumbered by update,
+// adopted or released by patch, and deleted, pods created, relabelled, adopted or released
+// by patch, and deleted.
+//
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=daemonsets/status,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=daemonsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create;patch;delete
 
 // Reconcile is upstream's syncDaemonSet: revisions, then the core loop (a pod per eligible
 // node, none elsewhere), then the rolling update, history cleanup and status.
@@ -397,7 +402,7 @@ func calculateStatus(ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[str
 	return s
 }
 
-// patchStatus writes status when it differs from the DaemonSet's.
+// patchStatus updates status when it differs from the DaemonSet's.
 func (r *Reconciler) patchStatus(ctx context.Context, ds *appsv1.DaemonSet, status appsv1.DaemonSetStatus) error {
 	orig := &appsv1.DaemonSet{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), orig); err != nil {
