@@ -45,14 +45,6 @@ type Reconciler struct {
 	expectations *expectations.Expectations
 }
 
-// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups=apps,resources=replicasets/status,verbs=update;patch
-// +kubebuilder:rbac:groups=apps,resources=replicasets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=replicationcontrollers,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups="",resources=replicationcontrollers/status,verbs=update;patch
-// +kubebuilder:rbac:groups="",resources=replicationcontrollers/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-
 // Reconcile observes the owner's pods, creates or deletes the difference and writes status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj := r.Kind.New()

@@ -6,6 +6,15 @@ import (
 	"github.com/kcm/kcm/internal/setup"
 )
 
+// What replicaset-controller's own client does (reads of the shared cache run as kcm's
+// identity): a live get of the ReplicaSet before adopting, the status update, pods created
+// with a blocking owner reference, adopted or released by patch, and deleted.
+//
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=replicasets/status,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=replicasets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create;delete;patch
+
 // ReplicaSetDescriptor is replicaset-controller as kcm's registry knows it.
 var ReplicaSetDescriptor = setup.Descriptor{
 	Name:       ReplicaSetKind.ControllerName,
@@ -15,6 +24,14 @@ var ReplicaSetDescriptor = setup.Descriptor{
 	Indexes:    []index.Index{index.PodsByController},
 	Setup:      func(ctx *setup.Context) error { return run(ctx, ReplicaSetKind, options.ConcurrentReplicasetSyncs) },
 }
+
+// What replicationcontroller-controller's own client (replication-controller) does: the
+// same requests on ReplicationControllers.
+//
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers,verbs=get
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create;delete;patch
 
 // ReplicationControllerDescriptor is replicationcontroller-controller: the same code,
 // through the ReplicationController adapter.
