@@ -54,11 +54,15 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments/status,verbs=update;patch
+// What deployment-controller's own client does (reads of the shared cache, pods' included,
+// run as kcm's identity): a live get of the Deployment before adopting, its update when a
+// rollback is done, the status update, ReplicaSets created with a blocking owner reference,
+// updated (scale, annotations), adopted or released by patch, and deleted.
+//
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;update
+// +kubebuilder:rbac:groups=apps,resources=deployments/status,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=create;update;patch;delete
 
 // Reconcile syncs one Deployment.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
