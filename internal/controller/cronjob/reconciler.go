@@ -46,10 +46,14 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=batch,resources=cronjobs/status,verbs=update;patch
+// What cronjob-controller's own client does (reads of the shared cache run as kcm's
+// identity): live gets of the CronJob and of Jobs the cache does not show yet, the status
+// update, Jobs created (blocking owner reference) and deleted.
+//
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=cronjobs/status,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=cronjobs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create;delete
 
 // Reconcile brings status.active up to date with the CronJob's Jobs, deletes the history
 // beyond the limits, starts the Job due now if any, writes status and comes back at the
