@@ -43,13 +43,12 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets/status,verbs=update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=replicationcontrollers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=replicasets;deployments;statefulsets,verbs=get;list;watch
+// What disruption-controller's own client does (reads of the shared cache, of pods, budgets
+// and workload controllers, and Events run as kcm's identity): the budget's status update
+// and live gets of custom controllers' scale subresource.
+//
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets/status,verbs=update
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
 // Reconcile recomputes the budget's status from its pods. When that fails (a pod's
 // controller has no scale, say) it falls safe: no disruption allowed, condition SyncFailed.
@@ -135,7 +134,7 @@ func (r *Reconciler) podsOf(ctx context.Context, pdb *policyv1.PodDisruptionBudg
 	return pods, nil
 }
 
-// writeStatus patches status when it differs.
+// writeStatus updates status when it differs.
 func (r *Reconciler) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget, status policyv1.PodDisruptionBudgetStatus) error {
 	if equality.Semantic.DeepEqual(pdb.Status, status) {
 		return nil

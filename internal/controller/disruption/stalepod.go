@@ -37,7 +37,10 @@ type StalePodReconciler struct {
 	Timeout time.Duration
 }
 
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
+// What the stale DisruptionTarget cleanup's client (disruption-controller's) does: the
+// pod's status update, as upstream's UpdateStatus.
+//
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=update
 
 // Reconcile sets a stale DisruptionTarget condition to False, or comes back when it will be
 // stale.
@@ -56,7 +59,7 @@ func (r *StalePodReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	setDisruptionTargetFalse(p, now)
 	// Optimistic: a new eviction may have set the condition again since our read, and the
-	// merge patch replaces the whole conditions list (upstream's UpdateStatus locks too).
+	// update replaces the whole conditions list (upstream's UpdateStatus locks too).
 	if err := patch.Status(ctx, r.Client, p, patch.Optimistic); err != nil {
 		return reconcile.Result{}, fmt.Errorf("clearing DisruptionTarget condition: %w", err)
 	}
