@@ -44,8 +44,9 @@ type Reconciler struct {
 	RootCA []byte
 }
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// The namespaces and ConfigMaps are read from the shared cache (kcm's identity), as upstream
+// reads them from its informers; the controller's own identity only writes.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;update
 
 // Reconcile creates or repairs the namespace's kube-root-ca.crt.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -70,7 +71,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !changed {
 		return reconcile.Result{}, nil
 	}
-	if err := r.Client.Patch(ctx, want, client.MergeFrom(cm)); err != nil {
+	// An update carrying the cached resourceVersion, as upstream's: its role grants update,
+	// not patch, and a conflict requeues to compare again with the newer ConfigMap.
+	if err := r.Client.Update(ctx, want); err != nil {
 		return reconcile.Result{}, fmt.Errorf("updating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
 	}
 	log.FromContext(ctx).V(2).Info("Updated ConfigMap", "configMap", client.ObjectKeyFromObject(want))
