@@ -44,9 +44,12 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 }
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// Pods and claims are read from the shared cache and Events recorded with kcm's identity;
+// the controller's own identity creates the claims. Each claim's controller reference blocks
+// the pod's deletion, which the API server's OwnerReferencesPermissionEnforcement admits only
+// with update on pods/finalizers (upstream's role grants it for that).
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/finalizers,verbs=update
 
 // Reconcile creates each missing claim of a live pod. The first volume that fails stops the
 // sync with a Warning Event and is retried with backoff, as upstream.

@@ -74,7 +74,10 @@ type resourceWatch struct {
 	started  time.Time
 }
 
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update;delete
+// The metadata watches run in a cache on the manager's configuration (kcm's identity, which
+// may list and watch everything, as upstream's shared metadata informers); the collector's
+// own identity reads items live, patches their owner references and finalizers, and deletes.
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;patch;delete
 
 // Reconcile runs one request: the discovery pass, or an attempt to delete or to orphan.
 func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Result, error) {

@@ -51,10 +51,11 @@ type Reconciler struct {
 	SyncInterval  time.Duration
 }
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// Secrets, ServiceAccounts and pods are read from the shared cache; the controller's own
+// identity patches and deletes tokens and, as upstream, gets the API server's tracking
+// ConfigMap live (its role grants get on that one ConfigMap).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=kube-apiserver-legacy-service-account-token-tracking,verbs=get
 
 // Reconcile judges every service account token and comes back a SyncInterval later. As
 // upstream, a failure on one token is logged and waits for the next sync.

@@ -65,9 +65,12 @@ type Reconciler struct {
 	SyncPeriod time.Duration
 }
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=namespaces/finalize;namespaces/status,verbs=update;patch
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;delete;deletecollection
+// The controller's own identity reads the namespace and its content live, as upstream, and
+// writes the namespace's status and finalize subresources by update; the namespaces to look
+// at come from the shared cache (kcm's identity).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces/finalize;namespaces/status,verbs=update
+// +kubebuilder:rbac:groups=*,resources=*,verbs=list;delete;deletecollection
 
 // Reconcile deletes the content of a namespace being deleted and then removes the
 // kubernetes finalizer.

@@ -88,14 +88,14 @@ type Binder struct {
 	DynamicProvisioning bool
 }
 
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;update;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumes/status,verbs=update;patch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=update;patch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// Claims, volumes, classes, pods and nodes are read from the shared cache and Events
+// recorded with kcm's identity; the controller's own identity writes volumes and claims by
+// update, as upstream (its role grants update, not patch, on them and their status), deletes
+// released volumes, and gets a claim live before releasing its volume.
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=update;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumes/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=update
 
 // SetupWithManager registers the claim reconciler (claims, and volumes mapped to the claim
 // their claimRef names) and the volume reconciler (volumes, and claims mapped to the volume

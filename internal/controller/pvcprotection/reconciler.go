@@ -51,9 +51,12 @@ type Reconciler struct {
 	Clock       clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update
+// Claims and pods are read from the shared cache (kcm's identity); the controller's own
+// identity updates claims and their status and, as upstream, lists a namespace's pods live
+// before releasing a claim.
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile brings every claim of the namespace up to date: finalizer added when missing,
 // removed from deleted claims no pod uses, Unused condition set on bound claims.

@@ -33,7 +33,9 @@ type Reconciler struct {
 	Client client.Client
 }
 
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;update
+// Volumes are read from the shared cache (kcm's identity); the controller's own identity
+// updates their finalizers.
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=update
 
 // Reconcile removes the finalizer from a deleted volume that is not bound, or adds it to a
 // live volume without it.

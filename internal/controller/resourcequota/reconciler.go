@@ -73,8 +73,10 @@ type Reconciler struct {
 	watched map[schema.GroupVersionKind]bool
 }
 
-// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=update;patch
+// Quotas, pods, services and claims are read from the shared cache (kcm's identity); the
+// count cache of the other kinds lists and watches with the controller's own identity, which
+// its role allows on everything ("quota can count quota on anything").
+// +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=update
 // +kubebuilder:rbac:groups=*,resources=*,verbs=list;watch
 
 // Reconcile recounts what the quota's namespace is charged for the quota's resources and

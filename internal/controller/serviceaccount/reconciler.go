@@ -34,8 +34,9 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 }
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create
+// Namespaces and ServiceAccounts are read from the shared cache (kcm's identity); the
+// controller's own identity only creates the default ServiceAccount, as upstream's role allows.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=create
 
 // Reconcile creates the default ServiceAccount of an active namespace when it is missing.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -74,8 +74,10 @@ type Reconciler struct {
 	RootCA []byte
 }
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;update
+// Secrets and ServiceAccounts are read from the shared cache; the controller's own client
+// (kcm's identity, RootCredentials) writes them and gets a ServiceAccount live.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=update;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;update
 
 // Reconcile populates, deletes or forgets one token Secret.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {

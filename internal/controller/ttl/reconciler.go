@@ -33,7 +33,9 @@ type Reconciler struct {
 	ttl   int
 }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// Nodes are read from the shared cache (kcm's identity); the controller's own identity
+// patches their TTL annotation, as upstream's strategic merge patch.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=patch
 
 // Reconcile patches the node's annotation when it differs from the desired TTL.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
