@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	now := r.Clock.Now()
 	status := calculateStatus(ds, nodes.Items, nodePods, hash, now)
-	if err := r.patchStatus(ctx, ds, status); err != nil {
+	if err := r.updateStatus(ctx, ds, status); err != nil {
 		return reconcile.Result{}, errors.Join(syncErr, err)
 	}
 	if syncErr != nil {
@@ -402,8 +402,8 @@ func calculateStatus(ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[str
 	return s
 }
 
-// patchStatus updates status when it differs from the DaemonSet's.
-func (r *Reconciler) patchStatus(ctx context.Context, ds *appsv1.DaemonSet, status appsv1.DaemonSetStatus) error {
+// updateStatus updates status when it differs from the DaemonSet's.
+func (r *Reconciler) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, status appsv1.DaemonSetStatus) error {
 	orig := &appsv1.DaemonSet{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), orig); err != nil {
 		return client.IgnoreNotFound(err)

@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Status.
 	now := r.Clock.Now()
 	status := calculateStatus(rs, active, terminating, manageErr, r.Kind.TerminatingReplicas, now)
-	if err := r.patchStatus(ctx, obj, rs, status); err != nil {
+	if err := r.updateStatus(ctx, obj, rs, status); err != nil {
 		return reconcile.Result{}, errors.Join(manageErr, err)
 	}
 	if manageErr != nil {
@@ -199,8 +199,8 @@ func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]
 	return out, nil
 }
 
-// patchStatus writes status when it differs from what obj has, with observedGeneration.
-func (r *Reconciler) patchStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
+// updateStatus updates status when it differs from what obj has, with observedGeneration.
+func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
 	status.ObservedGeneration = rs.Generation
 	if equality.Semantic.DeepEqual(rs.Status, status) {
 		return nil
