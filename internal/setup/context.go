@@ -152,6 +152,19 @@ func (c *Context) APIReader() (client.Reader, error) {
 	return c.NewClient(cfg, false)
 }
 
+// Clients returns Client and APIReader together, the pair most controllers take.
+func (c *Context) Clients() (client.Client, client.Reader, error) {
+	cl, err := c.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	reader, err := c.APIReader()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, reader, nil
+}
+
 // connection is the controller's RESTConfig, built once so that its clients share one
 // token bucket.
 func (c *Context) connection() (*rest.Config, error) {

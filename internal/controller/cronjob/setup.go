@@ -19,11 +19,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs cronjob-controller with --concurrent-cron-job-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentCronJobSyncs)
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

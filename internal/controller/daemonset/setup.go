@@ -19,11 +19,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs daemonset-controller with --concurrent-daemonset-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentDaemonsetSyncs)
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

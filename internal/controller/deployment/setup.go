@@ -19,11 +19,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs deployment-controller with --concurrent-deployment-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentDeploymentSyncs)
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs the legacy token cleaner with --legacy-service-account-token-clean-up-period
 // and upstream's daily sync.
 func Setup(ctx *setup.Context) error {
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,7 @@ var Descriptor = setup.Descriptor{
 // upstream's period and quarantine.
 func Setup(ctx *setup.Context) error {
 	threshold := int(ctx.Int32(options.TerminatedPodGCThreshold))
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

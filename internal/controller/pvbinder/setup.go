@@ -20,11 +20,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs persistentvolume-binder-controller with --pvclaimbinder-sync-period and
 // --enable-dynamic-provisioning.
 func Setup(ctx *setup.Context) error {
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,7 @@ const workers = 1
 // Setup runs persistentvolumeclaim-protection-controller. It tracks the Unused condition,
 // as upstream does with PersistentVolumeClaimUnusedSinceTime (beta, on by default in v1.37).
 func Setup(ctx *setup.Context) error {
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,7 @@ var ReplicationControllerDescriptor = setup.Descriptor{
 
 func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	workers := ctx.Workers(workersFlag)
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

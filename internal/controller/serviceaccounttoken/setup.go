@@ -68,11 +68,7 @@ func Setup(ctx *setup.Context) error {
 			return fmt.Errorf("%s: %w", ControllerName, err)
 		}
 	}
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}

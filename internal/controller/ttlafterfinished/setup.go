@@ -17,11 +17,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs ttl-after-finished-controller with --concurrent-ttl-after-finished-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentTTLAfterFinishedSyncs)
-	cl, err := ctx.Client()
-	if err != nil {
-		return err
-	}
-	reader, err := ctx.APIReader()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}
