@@ -49,6 +49,32 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		}, []claimOpt{selecting("tier", "gold")}, "gold"),
 	)
 
+	It("binds a claim and a volume created together on the volume's arrival, not on the periodic sync", func(ctx SpecContext) {
+		// An hour's resync: within the spec only the volume's own events can bring the claim.
+		restartWithSyncPeriod("1h")
+		ns := env.Namespace(ctx, "pvb")
+
+		By("the claim first: synced without a volume, then bound when its volume becomes Available")
+		createClaim(ctx, ns, "claim-first", ptr.To(ns), "1Gi", selecting("for", "claim-first"))
+		// The claim's sync found no volume and fell through to provisioning (its class does
+		// not exist).
+		expectEvent(ctx, "PersistentVolumeClaim", "claim-first", corev1.EventTypeWarning, pvbinder.ReasonProvisioningFailed,
+			fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns))
+		createVolumeNoWait(ctx, ns+"-claim-first", ns, "1Gi", withLabel("for", "claim-first"))
+		expectBound(ctx, ns, "claim-first", ns+"-claim-first", true, true)
+
+		By("the volume first and the claim right after it, as one kubectl apply creates them")
+		createVolumeNoWait(ctx, ns+"-volume-first", ns, "1Gi", withLabel("for", "volume-first"))
+		createClaim(ctx, ns, "volume-first", ptr.To(ns), "1Gi", selecting("for", "volume-first"))
+		expectBound(ctx, ns, "volume-first", ns+"-volume-first", true, true)
+
+		By("a volume that does not fit the waiting claim leaves it Pending")
+		createClaim(ctx, ns, "too-big", ptr.To(ns), "5Gi", selecting("for", "too-big"))
+		createVolumeNoWait(ctx, ns+"-too-small", ns, "1Gi", withLabel("for", "too-big"))
+		Eventually(volumePhase(ctx, ns+"-too-small")).Should(Equal(corev1.VolumeAvailable))
+		Consistently(claimPhase(ctx, ns, "too-big")).Should(Equal(corev1.ClaimPending))
+	})
+
 	It("binds a claim naming its volume, and a volume naming its claim (claimRef without UID)", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "pvb")
 		By("a claim whose spec.volumeName names an Available volume")

@@ -10,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/index"
 )
 
 // accessModeOrder is the order of upstream's stringified access modes ("RWO,ROX,RWX,RWOP").
@@ -101,6 +104,34 @@ func CheckVolumeSatisfiesClaim(v *corev1.PersistentVolume, claim *corev1.Persist
 		return errors.New("incompatible accessMode")
 	}
 	return nil
+}
+
+// unboundClaimClass indexes the claims that name no volume by their class: the claims an
+// Available volume of that class may bind.
+const unboundClaimClass = "pvbinder.unboundClaimClass"
+
+// claimsWaitingByClass is the unboundClaimClass index.
+var claimsWaitingByClass = index.Index{Object: &corev1.PersistentVolumeClaim{}, Field: unboundClaimClass, Extract: unboundClaimClassOf}
+
+func unboundClaimClassOf(obj client.Object) []string {
+	c := obj.(*corev1.PersistentVolumeClaim)
+	if c.Spec.VolumeName != "" {
+		return nil
+	}
+	return []string{storagehelpers.GetPersistentVolumeClaimClass(c)}
+}
+
+// fits reports whether a claim naming no volume could bind the volume, by the checks of
+// FindBestMatch: its access modes, and FindMatchingVolume's (phase Available, capacity,
+// class, volume mode, volumeAttributesClassName, selector; node affinity is the claim
+// sync's, with the selected node).
+func fits(v *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim) bool {
+	if claim.Spec.VolumeName != "" || !containsAll(v.Spec.AccessModes, claim.Spec.AccessModes) {
+		return false
+	}
+	match, err := storagehelpers.FindMatchingVolume(claim, []*corev1.PersistentVolume{v}, nil, nil, false, true)
+	// An invalid selector is the claim sync's to report.
+	return err != nil || match != nil
 }
 
 func containsAll(have, want []corev1.PersistentVolumeAccessMode) bool {

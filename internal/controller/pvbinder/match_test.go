@@ -240,3 +240,30 @@ func TestDefaultClass(t *testing.T) {
 		})
 	}
 }
+
+func TestFits(t *testing.T) {
+	tests := []struct {
+		name  string
+		v     *corev1.PersistentVolume
+		claim *corev1.PersistentVolumeClaim
+		want  bool
+	}{
+		{"Available and large enough", pv("v", "2Gi"), pvc("1Gi"), true},
+		{"still Pending: the volume sync has not made it Available", pv("v", "2Gi", phase(corev1.VolumePending)), pvc("1Gi"), false},
+		{"too small", pv("v", "1Gi"), pvc("2Gi"), false},
+		{"missing an access mode", pv("v", "2Gi"), pvc("1Gi", wants(rwx)), false},
+		{"another class", pv("v", "2Gi", class("fast")), pvc("1Gi", ofClass("slow")), false},
+		{"the same class", pv("v", "2Gi", class("fast")), pvc("1Gi", ofClass("fast")), true},
+		{"another volume mode", pv("v", "2Gi"), pvc("1Gi", wantsBlock), false},
+		{"selector not matching", pv("v", "2Gi", labelled("tier", "gold")), pvc("1Gi", selecting("tier", "silver")), false},
+		{"selector matching", pv("v", "2Gi", labelled("tier", "gold")), pvc("1Gi", selecting("tier", "gold")), true},
+		{"being deleted", pv("v", "2Gi", deleting), pvc("1Gi"), false},
+		{"the claim names a volume already", pv("v", "2Gi"), pvc("1Gi", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "other" }), false},
+		{"node affinity is left to the claim sync", pv("v", "2Gi", onNode("node-a")), pvc("1Gi"), true},
+	}
+	for _, tt := range tests {
+		if got := fits(tt.v, tt.claim); got != tt.want {
+			t.Errorf("%s: fits = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

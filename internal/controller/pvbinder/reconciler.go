@@ -110,7 +110,7 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-claims").
 		For(&corev1.PersistentVolumeClaim{}).
-		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(claimOfVolume)).
+		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(b.claimsOfVolume)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(&claimReconciler{b})
 	if err != nil {
@@ -124,14 +124,33 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 		Complete(&volumeReconciler{b})
 }
 
-// claimOfVolume maps a volume to the claim its claimRef names: a volume that appears, changes
-// or goes away may bind, complete or lose that claim.
-func claimOfVolume(_ context.Context, obj client.Object) []reconcile.Request {
-	ref := obj.(*corev1.PersistentVolume).Spec.ClaimRef
-	if ref == nil {
+// claimsOfVolume maps a volume to the claims its change may bind, complete or lose: the claim
+// its claimRef names, or, for an unbound Available volume, the waiting claims it fits. A
+// volume is created Pending and only matches once the volume sync made it Available, so a
+// claim created with it (one kubectl apply) would otherwise wait for the periodic sync;
+// upstream's claim sync, reading the volumes its own worker just wrote, mostly finds it.
+func (b *Binder) claimsOfVolume(ctx context.Context, obj client.Object) []reconcile.Request {
+	v := obj.(*corev1.PersistentVolume)
+	if ref := v.Spec.ClaimRef; ref != nil {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+	}
+	if v.Status.Phase != corev1.VolumeAvailable || v.DeletionTimestamp != nil {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := b.Client.List(ctx, claims, client.MatchingFields{unboundClaimClass: storagehelpers.GetPersistentVolumeClass(v)},
+		client.UnsafeDisableDeepCopy); err != nil {
+		// The periodic sync still brings the claims.
+		log.FromContext(ctx).Error(err, "Listing the claims a volume may bind", "volume", v.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range claims.Items {
+		if c := &claims.Items[i]; fits(v, c) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return reqs
 }
 
 // volumeOfClaim maps a claim to the volume it is bound to: a deleted claim releases it.

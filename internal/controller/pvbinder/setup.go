@@ -12,8 +12,9 @@ var Descriptor = setup.Descriptor{
 	Aliases:    []string{"persistentvolume-binder"},
 	ClientName: ClientName,
 	Flags:      []options.Flag{options.PvclaimbinderSyncPeriod, options.EnableDynamicProvisioning},
-	// Pods by claim name, for the WaitForPodScheduled Event.
-	Indexes: []index.Index{index.PodsByClaim},
+	// Pods by claim name, for the WaitForPodScheduled Event; unbound claims by class, for
+	// the volume that may bind them.
+	Indexes: []index.Index{index.PodsByClaim, claimsWaitingByClass},
 	Setup:   Setup,
 }
 

@@ -27,17 +27,41 @@ func TestPVBinder(t *testing.T) {
 	testenv.RunSuite(t, "persistentvolume-binder-controller suite")
 }
 
+// suiteSyncPeriod is a short resync: a claim finds a class that appeared, or a pod that
+// waits for it, on the periodic sync as upstream.
+const suiteSyncPeriod = "--pvclaimbinder-sync-period=2s"
+
 var _ = BeforeSuite(func() {
-	// A short resync: a claim finds a volume that became Available, or a pod that waits for
-	// it, on the periodic sync as upstream.
-	env = testenv.MustStart([]string{"persistentvolume-binder-controller"}, "--pvclaimbinder-sync-period=2s")
+	env = testenv.MustStart([]string{"persistentvolume-binder-controller"}, suiteSyncPeriod)
 })
+
+// restartWithSyncPeriod runs the spec with another --pvclaimbinder-sync-period, the suite's
+// restored after it.
+func restartWithSyncPeriod(period string) {
+	GinkgoHelper()
+	Expect(env.StopManager()).To(Succeed())
+	Expect(env.StartManager([]string{"persistentvolume-binder-controller"}, "--pvclaimbinder-sync-period="+period)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(env.StopManager()).To(Succeed())
+		Expect(env.StartManager([]string{"persistentvolume-binder-controller"}, suiteSyncPeriod)).To(Succeed())
+	})
+}
 
 type volOpt func(*corev1.PersistentVolume)
 
 // createVolume creates a CSI volume (one an external driver owns) of the class, RWO and
 // Retain unless opts say otherwise, and waits until the controller made it Available.
 func createVolume(ctx context.Context, name, class, size string, opts ...volOpt) *corev1.PersistentVolume {
+	GinkgoHelper()
+	v := createVolumeNoWait(ctx, name, class, size, opts...)
+	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID == "" {
+		Eventually(volumePhase(ctx, name)).Should(Equal(corev1.VolumeAvailable))
+	}
+	return v
+}
+
+// createVolumeNoWait is createVolume without waiting: the volume is still Pending.
+func createVolumeNoWait(ctx context.Context, name, class, size string, opts ...volOpt) *corev1.PersistentVolume {
 	GinkgoHelper()
 	v := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -56,9 +80,6 @@ func createVolume(ctx context.Context, name, class, size string, opts ...volOpt)
 	}
 	Expect(env.Client.Create(ctx, v)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { deleteVolume(ctx, name) })
-	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID == "" {
-		Eventually(volumePhase(ctx, name)).Should(Equal(corev1.VolumeAvailable))
-	}
 	return v
 }
 
