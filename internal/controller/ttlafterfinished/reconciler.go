@@ -28,11 +28,10 @@ const (
 	ClientName = "ttl-after-finished-controller"
 )
 
-// propagation is how an expired Job's pods go. Upstream deletes in the foreground, which
-// keeps the Job (with a foregroundDeletion finalizer) until the garbage collector has
-// deleted its pods; kcm deletes in the background, so the Job goes at once and the garbage
-// collector deletes its pods afterwards.
-const propagation = metav1.DeletePropagationBackground
+// propagation is how an expired Job's pods go: in the foreground, as upstream, so the Job
+// stays (deleting, with the foregroundDeletion finalizer) until the garbage collector has
+// deleted its pods, and whoever watches the Job sees its pods go first.
+const propagation = metav1.DeletePropagationForeground
 
 // Reconciler deletes one Job once its TTL after finishing has expired.
 type Reconciler struct {

@@ -71,6 +71,19 @@ var _ = Describe("ttl-after-finished-controller", func() {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Job still there: %v", err)
 		}
 	}
+	// deleted: the controller deleted the Job (the garbage collector may still be finishing
+	// the foreground deletion).
+	deleted := func(ctx context.Context, j *batchv1.Job) func(g Gomega) {
+		return func(g Gomega) {
+			cur := &batchv1.Job{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(j), cur)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cur.DeletionTimestamp).NotTo(BeNil(), "Job not deleted")
+		}
+	}
 	setTTL := func(ctx context.Context, j *batchv1.Job, ttl int32) {
 		Eventually(func(g Gomega) {
 			cur := &batchv1.Job{}
@@ -87,15 +100,50 @@ var _ = Describe("ttl-after-finished-controller", func() {
 		expiry := finishedAt.Add(2 * time.Second)
 
 		Consistently(exists(ctx, j)).WithTimeout(time.Until(expiry.Add(-200 * time.Millisecond))).Should(Succeed())
-		// Deleted in the background: gone at once, not held by a foregroundDeletion finalizer.
-		Eventually(gone(ctx, j)).WithTimeout(time.Until(expiry.Add(5 * time.Second))).Should(Succeed())
+		Eventually(deleted(ctx, j)).WithTimeout(time.Until(expiry.Add(5 * time.Second))).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally(">=", expiry))
+		// A Job without pods: the garbage collector finishes the foreground deletion at once.
+		Eventually(gone(ctx, j)).Should(Succeed())
+	})
+
+	It("deletes an expired Job in the foreground: the Job stays until its pods are gone", func(ctx context.Context) {
+		j := newJob(ctx, "with-pod", new(int32(1)))
+		// The Job's pod, as job-controller makes it; a finalizer of the test's (the kubelet's
+		// part) keeps it after the garbage collector deletes it.
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "with-pod-0", Finalizers: []string{"example.com/kubelet"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: j.Name, UID: j.UID,
+					Controller: new(true), BlockOwnerDeletion: new(true)}}},
+			Spec: j.Spec.Template.Spec,
+		}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		finish(ctx, j, time.Now().Truncate(time.Second), false)
+
+		By("the Job deleted with Foreground propagation, and its pod deleted by the garbage collector")
+		Eventually(func(g Gomega) {
+			cur := &corev1.Pod{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), cur)).To(Succeed())
+			g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+		}).Should(Succeed())
+		cur := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), cur)).To(Succeed(), "the Job must stay while its pod exists")
+		Expect(cur.DeletionTimestamp).NotTo(BeNil())
+		Expect(cur.Finalizers).To(ContainElement(metav1.FinalizerDeleteDependents))
+
+		By("the pod gone: then the Job goes")
+		Eventually(func(g Gomega) {
+			cur := &corev1.Pod{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), cur)).To(Succeed())
+			cur.Finalizers = nil
+			g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(gone(ctx, j)).Should(Succeed())
 	})
 
 	It("deletes a failed Job too", func(ctx context.Context) {
 		j := newJob(ctx, "failed", new(int32(1)))
 		finish(ctx, j, time.Now().Truncate(time.Second), true)
-		Eventually(gone(ctx, j)).WithTimeout(8 * time.Second).Should(Succeed())
+		Eventually(deleted(ctx, j)).WithTimeout(8 * time.Second).Should(Succeed())
 	})
 
 	It("keeps a finished Job without a TTL and an unfinished Job with one", func(ctx context.Context) {
@@ -109,7 +157,7 @@ var _ = Describe("ttl-after-finished-controller", func() {
 
 		// The controller was watching all along: the same Job, finished, goes at once.
 		finish(ctx, running, time.Now().Truncate(time.Second), false)
-		Eventually(gone(ctx, running)).WithTimeout(5 * time.Second).Should(Succeed())
+		Eventually(deleted(ctx, running)).WithTimeout(5 * time.Second).Should(Succeed())
 		exists(ctx, noTTL)(Default)
 	})
 
@@ -118,7 +166,7 @@ var _ = Describe("ttl-after-finished-controller", func() {
 		finish(ctx, j, time.Now().Truncate(time.Second), false)
 		Consistently(exists(ctx, j)).WithTimeout(2 * time.Second).Should(Succeed())
 		setTTL(ctx, j, 1)
-		Eventually(gone(ctx, j)).WithTimeout(5 * time.Second).Should(Succeed())
+		Eventually(deleted(ctx, j)).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	It("honours a TTL raised before it expired", func(ctx context.Context) {
@@ -131,6 +179,6 @@ var _ = Describe("ttl-after-finished-controller", func() {
 
 		// Lowered to a TTL already expired: it goes.
 		setTTL(ctx, j, 2)
-		Eventually(gone(ctx, j)).WithTimeout(5 * time.Second).Should(Succeed())
+		Eventually(deleted(ctx, j)).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 })

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/kcm/kcm/internal/controller/garbagecollector"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
 	"github.com/kcm/kcm/internal/testenv"
 )
@@ -15,7 +16,8 @@ func TestTTLAfterFinished(t *testing.T) {
 	testenv.RunSuite(t, "ttl-after-finished-controller suite")
 }
 
-// The controller runs as kcm runs it, set up through the registry, with the real clock.
+// The controller runs as kcm runs it, set up through the registry, with the real clock,
+// beside the garbage collector that finishes its foreground deletions.
 var _ = BeforeSuite(func() {
-	env = testenv.MustStart([]string{ttlafterfinished.ControllerName})
+	env = testenv.MustStart([]string{ttlafterfinished.ControllerName, garbagecollector.ControllerName})
 })
