@@ -72,6 +72,9 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 	now := at("2026-03-02T11:00:10Z")
 	base := cronJob("0 * * * *", "2026-03-01T00:00:00Z", lastScheduled("2026-03-02T10:00:00Z"))
 	due := ownedJob(base, "cj-29540820")
+	// The 10:00 run, still running at 11:00.
+	previous := ownedJob(base, "cj-29540760")
+	replace := func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent }
 
 	tests := []struct {
 		name         string
@@ -83,6 +86,8 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 		wantRequeue  time.Duration
 		wantConflict bool
 		wantTerm     bool
+		wantErr      string
+		wantNote     string // one of the Events in full
 	}{
 		{
 			name:  "due: creates the Job and lists it",
@@ -127,6 +132,32 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 			wantRequeue: 59*time.Minute + 50*time.Second + nextScheduleDelta,
 		},
 		{
+			// Upstream's Replace reads each active Job live before deleting it: one the cache
+			// still shows but the API server no longer has is a FailedGet, and nothing starts.
+			name: "Replace: an active Job the API server no longer has: FailedGet, nothing started",
+			cache: []client.Object{
+				cronJob("0 * * * *", "2026-03-01T00:00:00Z", lastScheduled("2026-03-02T10:00:00Z"), replace, activeRef(previous)),
+				previous,
+			},
+			api:      []client.Object{cronJob("0 * * * *", "2026-03-01T00:00:00Z", lastScheduled("2026-03-02T10:00:00Z"), replace, activeRef(previous))},
+			wantLast: "2026-03-02T10:00:00Z", wantActive: []string{"cj-29540760"},
+			wantEvents: []string{"FailedGet"}, wantErr: `jobs.batch "cj-29540760" not found`,
+			wantNote: `Warning FailedGet Get job: jobs.batch "cj-29540760" not found`,
+		},
+		{
+			name: "Replace: the active Job deleted, the next one started",
+			cache: []client.Object{
+				cronJob("0 * * * *", "2026-03-01T00:00:00Z", lastScheduled("2026-03-02T10:00:00Z"), replace, activeRef(previous)),
+				previous,
+			},
+			api: []client.Object{
+				cronJob("0 * * * *", "2026-03-01T00:00:00Z", lastScheduled("2026-03-02T10:00:00Z"), replace, activeRef(previous)),
+				previous,
+			},
+			wantJobs: []string{"cj-29540820"}, wantActive: []string{"cj-29540820"}, wantLast: "2026-03-02T11:00:00Z",
+			wantEvents: []string{"SuccessfulDelete", "SuccessfulCreate"}, wantRequeue: 59*time.Minute + 50*time.Second + nextScheduleDelta,
+		},
+		{
 			name:  "a schedule that never fires: terminal, nothing written",
 			cache: []client.Object{cronJob("0 0 30 2 *", "2026-03-01T00:00:00Z")}, api: []client.Object{cronJob("0 0 30 2 *", "2026-03-01T00:00:00Z")},
 			wantEvents: []string{"InvalidSchedule"}, wantTerm: true,
@@ -159,6 +190,10 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 			case tt.wantTerm:
 				if !errors.Is(err, reconcile.TerminalError(nil)) {
 					t.Errorf("err = %v, want a terminal error", err)
+				}
+			case tt.wantErr != "":
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("err = %v, want %s", err, tt.wantErr)
 				}
 			case err != nil:
 				t.Fatalf("Reconcile: %v", err)
@@ -196,9 +231,13 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 				t.Errorf("lastScheduleTime = %v, want %s", got.Status.LastScheduleTime, tt.wantLast)
 			}
 			close(rec.Events)
-			var reasons []string
+			var reasons, all []string
 			for e := range rec.Events {
 				reasons = append(reasons, strings.Fields(e)[1])
+				all = append(all, e)
+			}
+			if tt.wantNote != "" && !slices.Contains(all, tt.wantNote) {
+				t.Errorf("events = %q, want %q among them", all, tt.wantNote)
 			}
 			if !slices.Equal(reasons, tt.wantEvents) {
 				t.Errorf("events = %v, want %v", reasons, tt.wantEvents)

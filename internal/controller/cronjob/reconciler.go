@@ -47,8 +47,8 @@ type Reconciler struct {
 }
 
 // What cronjob-controller's own client does (reads of the shared cache run as kcm's
-// identity): live gets of the CronJob and of Jobs the cache does not show yet, the status
-// update, Jobs created (blocking owner reference) and deleted.
+// identity): live gets of the CronJob, of Jobs the cache does not show yet and of Jobs about
+// to be replaced, the status update, Jobs created (blocking owner reference) and deleted.
 //
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get
 // +kubebuilder:rbac:groups=batch,resources=cronjobs/status,verbs=update
@@ -167,6 +167,12 @@ func (r *Reconciler) start(ctx context.Context, cj *batchv1.CronJob, p plan) err
 	if p.Replace {
 		for _, ref := range append([]corev1.ObjectReference(nil), cj.Status.Active...) {
 			logger.V(4).Info("Deleting Job that was still running at the next schedule time", "job", ref.Name)
+			// Upstream reads each Job from the API server before deleting it, and a Job it
+			// cannot read (gone since the cache showed it, or an error) stops the start.
+			if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &batchv1.Job{}); err != nil {
+				r.record(cj, warning("FailedGet", "Get", "Get job: %v", err))
+				return err
+			}
 			if err := r.deleteJob(ctx, cj, ref.Name, ref.UID); err != nil {
 				return fmt.Errorf("could not replace job %s/%s: %w", ref.Namespace, ref.Name, err)
 			}
