@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -88,6 +89,7 @@ func newPod(owner, set *appsv1.StatefulSet, ordinal int, revision string) *corev
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       set.Namespace,
 			Name:            name,
+			GenerateName:    generateName(owner),
 			Labels:          map[string]string{},
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
@@ -105,6 +107,16 @@ func newPod(owner, set *appsv1.StatefulSet, ordinal int, revision string) *corev
 	p.Spec.Subdomain = set.Spec.ServiceName
 	p.Spec.Volumes = withClaimVolumes(set, ordinal, p.Spec.Volumes)
 	return p
+}
+
+// generateName is the generateName upstream's pods carry (its pod template helper sets it
+// for every controller's pods, though a set's pods are created by name): "<set>-", or the
+// set's name alone when the dash would make an invalid name prefix.
+func generateName(set *appsv1.StatefulSet) string {
+	if prefix := set.Name + "-"; len(apivalidation.NameIsDNSSubdomain(prefix, true)) == 0 {
+		return prefix
+	}
+	return set.Name
 }
 
 // withClaimVolumes puts a volume per volumeClaimTemplate, referring to the ordinal's claim,

@@ -40,6 +40,9 @@ func TestNewPod(t *testing.T) {
 	if p.Name != "web-2" || p.Namespace != "ns" || p.Spec.Hostname != "web-2" || p.Spec.Subdomain != "svc" {
 		t.Errorf("identity: %s/%s host %s sub %s", p.Namespace, p.Name, p.Spec.Hostname, p.Spec.Subdomain)
 	}
+	if p.GenerateName != "web-" {
+		t.Errorf("generateName %q, want %q", p.GenerateName, "web-")
+	}
 	for k, v := range map[string]string{"app": "web", appsv1.StatefulSetPodNameLabel: "web-2",
 		appsv1.PodIndexLabel: "2", appsv1.ControllerRevisionHashLabelKey: "web-abc"} {
 		if p.Labels[k] != v {
@@ -62,6 +65,24 @@ func TestNewPod(t *testing.T) {
 	claims := newClaims(set, 2)
 	if len(claims) != 1 || claims[0].Name != "www-web-2" || claims[0].Labels["app"] != "web" {
 		t.Errorf("claims %+v", claims)
+	}
+}
+
+func TestGenerateName(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	for name, want := range map[string]string{
+		"web": "web-",
+		// A prefix is validated with its dash masked (the generated suffix follows it), so
+		// the longest set name still gets the dash, as upstream's.
+		long: long + "-",
+		// A name no prefix could be valid for keeps its own, as upstream falls back.
+		"Web": "Web",
+	} {
+		set := testSet(1)
+		set.Name = name
+		if got := generateName(set); got != want {
+			t.Errorf("generateName(%d characters) = %q, want %q", len(name), got, want)
+		}
 	}
 }
 

@@ -58,6 +58,7 @@ var _ = Describe("statefulset-controller", func() {
 		Expect(p.Labels).To(HaveKey(appsv1.ControllerRevisionHashLabelKey))
 		Expect(p.Spec.Hostname).To(Equal("web-0"))
 		Expect(p.Spec.Subdomain).To(Equal("web"))
+		Expect(p.GenerateName).To(Equal("web-"))
 		Expect(metav1.GetControllerOf(p).Name).To(Equal("web"))
 
 		makeReady(ctx, ns, "web-0")
