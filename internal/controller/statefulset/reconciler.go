@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,13 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
+	// SemanticRevisionComparison is the StatefulSetSemanticRevisionComparison gate: the
+	// newest revision is kept when it differs from the template only in serialization or
+	// API-server defaults (compared byte for byte otherwise).
+	SemanticRevisionComparison bool
+
+	// revisionEqualities remembers the revisions matchesLatest found equal.
+	revisionEqualities *lru.Cache
 }
 
 // What statefulset-controller's own client does (reads of the shared cache run as kcm's
@@ -183,7 +191,8 @@ func (r *Reconciler) pods(ctx context.Context, claimer *ownership.Claimer, set *
 
 // syncRevisions finds or creates the update revision (the current template) and finds the
 // current revision (status.currentRevision, or the update revision when there is none), as
-// upstream: an equal older revision is reused with the next revision number (a rollback).
+// upstream: an equal older revision is reused with the next revision number (a rollback),
+// and the newest revision is kept when it restores the same template (matchesLatest).
 func (r *Reconciler) syncRevisions(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision, collisionCount *int32) (current, update *appsv1.ControllerRevision, err error) {
 	history.Sort(revs)
 	update, err = newRevision(set, history.Next(revs), collisionCount)
@@ -196,6 +205,8 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 		update = revs[len(revs)-1]
 	case len(equal) > 0:
 		update, err = history.SetRevision(ctx, r.Client, equal[len(equal)-1], update.Revision)
+	case len(revs) > 0 && r.SemanticRevisionComparison && matchesLatest(set, update, revs[len(revs)-1], r.revisionEqualities):
+		update = revs[len(revs)-1]
 	default:
 		update, err = history.Create(ctx, r.Client, set, update, collisionCount)
 	}
@@ -446,6 +457,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.revisionEqualities = newRevisionEqualities()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appsv1.StatefulSet{}).

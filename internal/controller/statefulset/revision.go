@@ -1,12 +1,15 @@
 package statefulset
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 
 	"github.com/kcm/kcm/internal/history"
 )
@@ -57,4 +60,42 @@ func applyRevision(set *appsv1.StatefulSet, rev *appsv1.ControllerRevision) (*ap
 	out := set.DeepCopy()
 	out.Spec.Template = patch.Spec.Template
 	return out, nil
+}
+
+// maxRevisionEqualities bounds the memory of revisions found equal, as upstream's (about
+// 1 MB at 10,000 entries).
+const maxRevisionEqualities = 10_000
+
+// revisionEquality names a revision (by resourceVersion) found equal to what a set's
+// generation makes, so a steady set does not decode and re-encode it every sync.
+type revisionEquality struct {
+	set             types.UID
+	generation      int64
+	resourceVersion string
+}
+
+func newRevisionEqualities() *lru.Cache { return lru.New(maxRevisionEqualities) }
+
+// matchesLatest reports whether latest, the newest existing revision, records the template
+// proposed records once it is decoded and given the API server's defaults: a revision that
+// differs only in how it was serialized (a null creationTimestamp, another field order, an
+// empty list) or in defaults the API server has since added is not a new revision. This is
+// upstream's StatefulSetSemanticRevisionComparison: restore the revision, default it,
+// re-encode it and compare the bytes.
+func matchesLatest(set *appsv1.StatefulSet, proposed, latest *appsv1.ControllerRevision, seen *lru.Cache) bool {
+	key := revisionEquality{set: set.UID, generation: set.Generation, resourceVersion: latest.ResourceVersion}
+	if _, ok := seen.Get(key); ok {
+		return true
+	}
+	restored, err := applyRevision(set, latest)
+	if err != nil {
+		return false
+	}
+	defaultTemplate(&restored.Spec.Template)
+	data, err := revisionData(restored)
+	if err != nil || !bytes.Equal(data, proposed.Data.Raw) {
+		return false
+	}
+	seen.Add(key, struct{}{})
+	return true
 }

@@ -27,6 +27,8 @@ func Setup(ctx *setup.Context) error {
 		Client:    cl,
 		APIReader: reader,
 		Recorder:  ctx.Recorder(ControllerName),
+		// StatefulSetSemanticRevisionComparison: on by default, as upstream's.
+		SemanticRevisionComparison: true,
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
