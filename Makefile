@@ -34,20 +34,23 @@ help: ## Show the targets.
 
 ##@ The two commands
 
+# Fake nodes of `make run`'s local cluster.
+NODES ?= 3
+
 .PHONY: run
-run: build k8s-bins ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if given, else against a fresh local control plane.
+run: build k8s-bins kwok ## Run kcm: against KUBECONFIG or --kubeconfig in ARGS if given, else on a fresh local cluster (NODES=3 KWOK nodes, kube-scheduler) as kubeadm runs it.
 	@if [ -n "$$KUBECONFIG" ] && [[ "$(ARGS)" != *--kubeconfig* ]]; then \
 		exec $(LOCALBIN)/kcm --kubeconfig="$$KUBECONFIG" $(ARGS); \
 	elif [[ "$(ARGS)" == *--kubeconfig* ]]; then \
 		exec $(LOCALBIN)/kcm $(ARGS); \
 	else \
 		go build -o $(LOCALBIN)/localplane ./hack/localplane; \
-		exec $(LOCALBIN)/localplane -kcm $(LOCALBIN)/kcm -dir $(LOCALBIN)/localplane.d -- $(ARGS); \
+		exec $(LOCALBIN)/localplane -kcm $(LOCALBIN)/kcm -kwok $(KWOK) -assets $(K8S_BIN) -nodes $(NODES) -dir $(LOCALBIN)/localplane.d -- $(ARGS); \
 	fi
 
 .PHONY: test
-test: k8s-bins fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
-	go test ./... -count=1 -timeout 30m
+test: k8s-bins kwok fmt vet ## Unit tests and envtest suites against the real kube-apiserver.
+	KWOK=$(KWOK) go test ./... -count=1 -timeout 30m
 
 .PHONY: e2e
 e2e: k8s-bins kwok build $(UPSTREAM_KCM) ## End-to-end specs: a local cluster (etcd, kube-apiserver, kube-scheduler, KWOK nodes) with bin/kcm as a process; and the benchmark at a smoke size.
