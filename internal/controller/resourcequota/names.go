@@ -12,6 +12,8 @@ var (
 	podsGR     = schema.GroupResource{Resource: "pods"}
 	servicesGR = schema.GroupResource{Resource: "services"}
 	pvcsGR     = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	// quotasGR is counted from the quotas' own cache, not the count cache.
+	quotasGR = schema.GroupResource{Resource: "resourcequotas"}
 )
 
 // legacyCountNames are the object counts quota tracked before count/<resource>.<group>

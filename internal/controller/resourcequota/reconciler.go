@@ -3,7 +3,9 @@
 // charges nothing before that), and keeps status.used true for every resource it can count:
 // it recounts a quota when objects it is charged for are deleted or change in a way that
 // changes their charge, and every --resource-quota-sync-period. Creations are charged by
-// the API server's admission, as upstream relies on.
+// the API server's admission, as upstream relies on; the controller only raises usage for a
+// created object admission let through uncharged (its cache did not yet show the quota's
+// status), never lowers it on a creation (recount.go).
 package resourcequota
 
 import (
@@ -71,6 +73,10 @@ type Reconciler struct {
 	ctrl    controller.Controller
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
+	pending pendingRecounts
+	written lastWrites
+	// beforeWrite, when set (by tests), runs between a sync's count and its status write.
+	beforeWrite func(ctx context.Context, rq *corev1.ResourceQuota)
 }
 
 // Quotas, pods, services and claims are read from the shared cache (kcm's identity); the
@@ -82,17 +88,27 @@ type Reconciler struct {
 // Reconcile recounts what the quota's namespace is charged for the quota's resources and
 // writes status when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rq := &corev1.ResourceQuota{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rq); err != nil {
+	key := req.NamespacedName
+	now := r.Clock.Now()
+	mode := r.pending.take(key, now)
+	cached := &corev1.ResourceQuota{}
+	if err := r.Client.Get(ctx, key, cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pending.forget(key)
+			r.written.forget(key)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	rq := r.written.current(cached)
 
 	// Observe and measure.
-	now := r.Clock.Now()
 	next := r.SyncPeriod
 	measured, wake, errs := r.measure(ctx, rq, now)
 	if wake > 0 {
 		next = min(next, wake)
+	}
+	if mode == raiseOnly {
+		measured = raised(rq.Status.Used, measured)
 	}
 
 	// Status.
@@ -104,19 +120,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		next = min(next, recheckAfterRelease)
 	}
 	if statusChanged(rq, st) {
+		if r.beforeWrite != nil {
+			r.beforeWrite(ctx, rq)
+		}
+		replaced := rq.ResourceVersion
 		rq.Status = st
 		// Optimistic: admission charges creations into status.used between our read and
 		// write; overwriting its charge would let the namespace exceed the quota.
 		if err := patch.Status(ctx, r.Client, rq, patch.Optimistic); err != nil {
+			r.written.forget(key)
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil
 			}
 			errs = append(errs, fmt.Errorf("updating status: %w", err))
+		} else {
+			r.written.wrote(replaced, rq)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		if mode == fullRecount {
+			// The retry must not be merged into a raise-only recount.
+			r.pending.ask(key, fullRecount)
+		}
 		return reconcile.Result{}, err
 	}
+	if mode == raiseOnly {
+		return reconcile.Result{RequeueAfter: max(r.pending.dueIn(key, now), time.Millisecond)}, nil
+	}
+	r.pending.synced(key, now.Add(next))
 	return reconcile.Result{RequeueAfter: next}, nil
 }
 
@@ -165,6 +196,14 @@ func (r *Reconciler) measure(ctx context.Context, rq *corev1.ResourceQuota, now 
 				break
 			}
 			used, err = sumUsage(ptrs(svcs.Items), selectors, names, noScope[*corev1.Service], serviceUsage)
+		case quotasGR:
+			// Counted from the cache the quota was read from, as upstream's one informer
+			// serves both: a quota always counts itself, whichever watch delivers it first.
+			quotas := &corev1.ResourceQuotaList{}
+			if err = r.Client.List(ctx, quotas, client.InNamespace(rq.Namespace)); err != nil {
+				break
+			}
+			used = countUsage(len(quotas.Items), selectors, names)
 		case pvcsGR:
 			pvcs := &corev1.PersistentVolumeClaimList{}
 			if err = r.Client.List(ctx, pvcs, client.InNamespace(rq.Namespace)); err != nil {
@@ -259,22 +298,26 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, gr schema.GroupResource)
 
 // replenish is the event handler of a kind quotas charge: the quotas of the object's
 // namespace that count the kind are recounted when an object is deleted, or updated in a
-// way that matters (nil: never).
+// way that matters (nil: never); an object's creation raises their usage if admission did
+// not charge it.
 func (r *Reconciler) replenish(gr schema.GroupResource, matters func(old, cur client.Object) bool) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.enqueueQuotas(ctx, e.Object.GetNamespace(), gr, raiseOnly, q)
+		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if matters != nil && matters(e.ObjectOld, e.ObjectNew) {
-				r.enqueueQuotas(ctx, e.ObjectNew.GetNamespace(), gr, q)
+				r.enqueueQuotas(ctx, e.ObjectNew.GetNamespace(), gr, fullRecount, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.enqueueQuotas(ctx, e.Object.GetNamespace(), gr, q)
+			r.enqueueQuotas(ctx, e.Object.GetNamespace(), gr, fullRecount, q)
 		},
 	}
 }
 
 // enqueueQuotas queues the quotas of a namespace that count objects of gr.
-func (r *Reconciler) enqueueQuotas(ctx context.Context, namespace string, gr schema.GroupResource, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (r *Reconciler) enqueueQuotas(ctx context.Context, namespace string, gr schema.GroupResource, m recountMode, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	quotas := &corev1.ResourceQuotaList{}
 	if err := r.Client.List(ctx, quotas, client.InNamespace(namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "Listing the quotas of a namespace to recount", "namespace", namespace)
@@ -282,17 +325,23 @@ func (r *Reconciler) enqueueQuotas(ctx context.Context, namespace string, gr sch
 	}
 	for i := range quotas.Items {
 		if tracks(quotas.Items[i].Spec.Hard, gr) {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])})
+			key := client.ObjectKeyFromObject(&quotas.Items[i])
+			r.pending.ask(key, m)
+			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	}
 }
 
 // quotaEvents queues a quota when it appears and when its spec.hard changes; its status
 // changes (by this controller, or by admission charging creations) are not a reason to
-// recount. A quota still missing usage goes ahead of recounts.
-func quotaEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+// recount. A quota still missing usage goes ahead of recounts. Quotas are also objects
+// quotas count (resourcequotas): their creations and deletions are replenishment events
+// for the other quotas of the namespace, from the same cache the count reads.
+func (r *Reconciler) quotaEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], rq *corev1.ResourceQuota) {
-		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rq)}
+		key := client.ObjectKeyFromObject(rq)
+		r.pending.ask(key, fullRecount)
+		req := reconcile.Request{NamespacedName: key}
 		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && missingUsage(rq) {
 			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(missingUsagePriority)}, req)
 			return
@@ -300,14 +349,18 @@ func quotaEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 		q.Add(req)
 	}
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(q, e.Object.(*corev1.ResourceQuota))
+			r.enqueueQuotas(ctx, e.Object.GetNamespace(), quotasGR, raiseOnly, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			old, cur := e.ObjectOld.(*corev1.ResourceQuota), e.ObjectNew.(*corev1.ResourceQuota)
 			if !equality.Semantic.DeepEqual(old.Spec.Hard, cur.Spec.Hard) {
 				add(q, cur)
 			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.enqueueQuotas(ctx, e.Object.GetNamespace(), quotasGR, fullRecount, q)
 		},
 	}
 }
@@ -328,7 +381,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	now := func() time.Time { return r.Clock.Now() }
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		Watches(&corev1.ResourceQuota{}, quotaEvents()).
+		Watches(&corev1.ResourceQuota{}, r.quotaEvents()).
 		Watches(&corev1.Pod{}, r.replenish(podsGR, func(old, cur client.Object) bool {
 			return podUpdateMatters(old.(*corev1.Pod), cur.(*corev1.Pod), now())
 		})).
