@@ -210,4 +210,3 @@ func (s *staleReads) List(ctx context.Context, list client.ObjectList, opts ...c
 	pods.Items = kept
 	return nil
 }
-
