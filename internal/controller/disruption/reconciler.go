@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -17,10 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -149,23 +153,62 @@ func (r *Reconciler) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptio
 	return nil
 }
 
-// budgetsOfPod maps a pod to every budget of its namespace whose selector matches it.
-func (r *Reconciler) budgetsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
+// budgetsOfPod lists the budgets of the pod's namespace whose selector matches it, by name.
+func (r *Reconciler) budgetsOfPod(ctx context.Context, pod client.Object) []*policyv1.PodDisruptionBudget {
 	list := &policyv1.PodDisruptionBudgetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		log.FromContext(ctx).Error(err, "Listing PodDisruptionBudgets for a pod", "pod", obj.GetName())
+	if err := r.Client.List(ctx, list, client.InNamespace(pod.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing PodDisruptionBudgets for a pod", "pod", pod.GetName())
 		return nil
 	}
-	var reqs []reconcile.Request
+	var out []*policyv1.PodDisruptionBudget
 	for i := range list.Items {
 		pdb := &list.Items[i]
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(obj.GetLabels())) {
+		if err != nil || !sel.Matches(labels.Set(pod.GetLabels())) {
 			continue
 		}
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: pdb.Name}})
+		out = append(out, pdb)
 	}
-	return reqs
+	slices.SortFunc(out, func(a, b *policyv1.PodDisruptionBudget) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// podHandler queues, for a pod that appears, changes or goes, every budget selecting it
+// (before and after a change of labels). Like upstream's pod handlers it warns on the pod,
+// at each of those events, when more than one budget selects it: the eviction API then
+// refuses to evict it. Upstream picks one of the budgets to sync and names it
+// ("arbitrarily"); kcm syncs them all and names the first by name.
+func (r *Reconciler) podHandler() handler.EventHandler {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], budgets []*policyv1.PodDisruptionBudget) {
+		for _, pdb := range budgets {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: pdb.Name}})
+		}
+	}
+	observe := func(ctx context.Context, pod client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		budgets := r.budgetsOfPod(ctx, pod)
+		if len(budgets) > 1 {
+			msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.GetNamespace(), pod.GetName(), budgets[0].Name)
+			log.FromContext(ctx).Info(msg)
+			r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets", "Sync", "%s", msg)
+		}
+		enqueue(q, budgets)
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			observe(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// Budgets that selected the pod before a change of labels count it no more.
+			enqueue(q, r.budgetsOfPod(ctx, e.ObjectOld))
+			observe(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			observe(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, r.budgetsOfPod(ctx, e.Object))
+		},
+	}
 }
 
 // SetupWithManager watches budgets (status updates included: the eviction API's entries in
@@ -180,7 +223,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOfPod)).
+		Watches(&corev1.Pod{}, r.podHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -281,6 +281,35 @@ var _ = Describe("disruption-controller", func() {
 			fmt.Sprintf("Failed to calculate the number of expected pods: found no controllers for pod %q", orphaned[0].Name))
 	})
 
+	It("warns on a pod that more than one budget selects (MultiplePodDisruptionBudgets), and on no other", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "pdb")
+		for _, name := range []string{"multi-b", "multi-a"} {
+			pdb := &policyv1.PodDisruptionBudget{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: labelsOf("multi")}, MinAvailable: new(intstr.FromInt32(1))},
+			}
+			Expect(env.Client.Create(ctx, pdb)).To(Succeed())
+		}
+		single := createPDB(ctx, ns, "single", new(intstr.FromInt32(1)), nil)
+		shared := createPods(ctx, ns, "multi", 1, nil, true)[0]
+		alone := createPods(ctx, ns, "single", 1, nil, true)[0]
+
+		expectEvent(ctx, ns, shared.Name, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets",
+			fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", ns, shared.Name, "multi-a"))
+		By("both budgets still count the shared pod")
+		for _, name := range []string{"multi-a", "multi-b"} {
+			expectStatus(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				want{expected: 1, current: 1, desired: 1, allowed: 0, reason: policyv1.InsufficientPodsReason})
+		}
+		By("a pod of one budget: counted, no warning")
+		expectStatus(ctx, single, want{expected: 1, current: 1, desired: 1, allowed: 0, reason: policyv1.InsufficientPodsReason})
+		list := &eventsv1.EventList{}
+		Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		for _, e := range list.Items {
+			Expect(e.Regarding.Name == alone.Name && e.Reason == "MultiplePodDisruptionBudgets").To(BeFalse(), "warned on %s: %s", alone.Name, e.Note)
+		}
+	})
+
 	It("sets a stale DisruptionTarget condition to False", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "pdb")
 		pods := createPods(ctx, ns, "stale", 2, nil, true)
