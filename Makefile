@@ -76,8 +76,9 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: upstream-flags
-upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags.
+upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates.
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
+	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts -features > $(CURDIR)/internal/features/zz_generated.features.go
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

@@ -5,6 +5,8 @@
 package controller
 
 import (
+	"k8s.io/component-base/featuregate"
+
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
@@ -31,6 +33,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/tainteviction"
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -53,7 +56,7 @@ func Registry() []setup.Descriptor {
 		garbagecollector.Descriptor,
 		daemonset.Descriptor,
 		job.Descriptor,
-		{Name: "podgroup-protection-controller", FeatureGates: []string{"GenericWorkload"}},
+		{Name: "podgroup-protection-controller", FeatureGates: []featuregate.Feature{features.GenericWorkload}},
 		deployment.Descriptor,
 		replicaset.ReplicaSetDescriptor,
 		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"},
@@ -64,7 +67,7 @@ func Registry() []setup.Descriptor {
 		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
 		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}},
 		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}},
-		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []string{"PodCertificateRequest"}},
+		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
 		ttl.Descriptor,
 		{Name: "bootstrap-signer-controller", Aliases: []string{"bootstrapsigner"}, DisabledByDefault: true},
 		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
@@ -76,22 +79,22 @@ func Registry() []setup.Descriptor {
 		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}},
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
-		{Name: "volumeattributesclass-protection-controller", FeatureGates: []string{"VolumeAttributesClass"}},
+		{Name: "volumeattributesclass-protection-controller", FeatureGates: []featuregate.Feature{features.VolumeAttributesClass}},
 		ttlafterfinished.Descriptor,
 		rootcapublisher.Descriptor,
-		{Name: "kube-apiserver-serving-clustertrustbundle-publisher-controller", FeatureGates: []string{"ClusterTrustBundle"}},
+		{Name: "kube-apiserver-serving-clustertrustbundle-publisher-controller", FeatureGates: []featuregate.Feature{features.ClusterTrustBundle}},
 		ephemeralvolume.Descriptor,
 		{Name: "storageversion-garbage-collector-controller", Aliases: []string{"storage-version-gc"},
-			FeatureGates: []string{"APIServerIdentity", "StorageVersionAPI"}},
-		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}, FeatureGates: []string{"DynamicResourceAllocation"}},
-		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []string{"DRAResourcePoolStatus"}},
-		{Name: "device-taint-eviction-controller", FeatureGates: []string{"DynamicResourceAllocation", "DRADeviceTaints"}},
+			FeatureGates: []featuregate.Feature{features.APIServerIdentity, features.StorageVersionAPI}},
+		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}, FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation}},
+		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
+		{Name: "device-taint-eviction-controller", FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints}},
 		legacytokencleaner.Descriptor,
 		{Name: "validatingadmissionpolicy-status-controller",
 			Flags: []options.Flag{options.ConcurrentValidatingAdmissionPolicyStatusSyncs}},
 		tainteviction.Descriptor,
-		{Name: "service-cidr-controller", FeatureGates: []string{"MultiCIDRServiceAllocator"}},
+		{Name: "service-cidr-controller", FeatureGates: []featuregate.Feature{features.MultiCIDRServiceAllocator}},
 		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
-		{Name: "selinux-warning-controller", DisabledByDefault: true, FeatureGates: []string{"SELinuxChangePolicy"}},
+		{Name: "selinux-warning-controller", DisabledByDefault: true, FeatureGates: []featuregate.Feature{features.SELinuxChangePolicy}},
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/kcm/kcm/internal/features"
 )
 
 // Options is the parsed command line.
@@ -50,6 +53,10 @@ type Options struct {
 	// Concurrency maps each --concurrent-*-syncs flag name to its parsed value.
 	Concurrency map[string]*int32
 
+	// FeatureGates is --feature-gates (with --emulated-version and --min-compatibility-version):
+	// upstream's gates and defaults, set by Parse.
+	FeatureGates *features.Gates
+
 	fs *pflag.FlagSet
 	// accepted names the upstream flags registered only so they parse.
 	accepted map[string]bool
@@ -70,7 +77,7 @@ type LeaderElection struct {
 // names the upstream flags some controller kcm has built reads (controller.Flags): the help
 // of every other accepted flag says kcm does not act on it yet.
 func New(readByControllers ...string) *Options {
-	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}}
+	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}, FeatureGates: features.New()}
 	fs := pflag.NewFlagSet("kcm", pflag.ContinueOnError)
 	fs.SortFlags = true
 	// Like upstream, "--concurrent_rc_syncs" and "--concurrent-rc-syncs" are the same flag.
@@ -107,6 +114,9 @@ func New(readByControllers ...string) *Options {
 
 	fs.StringVar(&o.LoggingFormat, "logging-format", "text", `Sets the log format. Permitted formats: "json", "text".`)
 
+	// --feature-gates, --emulated-version and --min-compatibility-version, as upstream adds them.
+	o.FeatureGates.AddFlags(fs)
+
 	for _, f := range upstreamFlags {
 		// pflag answers -h/--help itself.
 		if f.Name == "help" || fs.Lookup(f.Name) != nil {
@@ -131,6 +141,14 @@ func (o *Options) Parse(args []string) error {
 	}
 	if len(o.fs.Args()) > 0 {
 		return fmt.Errorf("unexpected arguments %q: kcm takes only flags", o.fs.Args())
+	}
+	// As upstream, the gates are set right after parsing and checked before the other flags,
+	// their errors standing alone with upstream's messages.
+	if err := o.FeatureGates.Set(); err != nil {
+		return err
+	}
+	if errs := o.FeatureGates.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
 	}
 	return o.Validate()
 }

@@ -98,9 +98,11 @@ var upstreamFlags = []upstreamFlag{
 	{Name: "leader-migration-config", Shorthand: "", Type: "string", Default: "", NoOptDefault: "", Deprecated: false, Usage: "Path to the config file for controller leader migration, or empty to use the value that reflects default configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group controllermanager.config.k8s.io, version v1alpha1."},
 	{Name: "legacy-service-account-token-clean-up-period", Shorthand: "", Type: "duration", Default: "8760h0m0s", NoOptDefault: "", Deprecated: false, Usage: "The period of time since the last usage of an legacy service account token before it can be deleted."},
 	{Name: "log-flush-frequency", Shorthand: "", Type: "duration", Default: "5s", NoOptDefault: "", Deprecated: false, Usage: "Maximum number of seconds between log flushes"},
+	{Name: "log-json-info-buffer-size", Shorthand: "", Type: "quantity", Default: "0", NoOptDefault: "", Deprecated: false, Usage: "[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this."},
+	{Name: "log-json-split-stream", Shorthand: "", Type: "bool", Default: "false", NoOptDefault: "true", Deprecated: false, Usage: "[Alpha] In JSON format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this."},
 	{Name: "log-text-info-buffer-size", Shorthand: "", Type: "quantity", Default: "0", NoOptDefault: "", Deprecated: false, Usage: "[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this."},
 	{Name: "log-text-split-stream", Shorthand: "", Type: "bool", Default: "false", NoOptDefault: "true", Deprecated: false, Usage: "[Alpha] In text format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this."},
-	{Name: "logging-format", Shorthand: "", Type: "string", Default: "text", NoOptDefault: "", Deprecated: false, Usage: "Sets the log format. Permitted formats: \"text\"."},
+	{Name: "logging-format", Shorthand: "", Type: "string", Default: "text", NoOptDefault: "", Deprecated: false, Usage: "Sets the log format. Permitted formats: \"json\" (gated by LoggingBetaOptions), \"text\"."},
 	{Name: "master", Shorthand: "", Type: "string", Default: "", NoOptDefault: "", Deprecated: false, Usage: "The address of the Kubernetes API server (overrides any value in kubeconfig)."},
 	{Name: "max-endpoints-per-slice", Shorthand: "", Type: "int32", Default: "100", NoOptDefault: "", Deprecated: false, Usage: "The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per slice will result in less endpoint slices, but larger resources. Defaults to 100."},
 	{Name: "min-compatibility-version", Shorthand: "", Type: "stringSlice", Default: "[]", NoOptDefault: "", Deprecated: false, Usage: "The min version of control plane components the server should be compatible with."},
@@ -242,6 +244,7 @@ const (
 	LeaderMigrationConfig                          StringFlag   = "leader-migration-config"
 	LegacyServiceAccountTokenCleanUpPeriod         DurationFlag = "legacy-service-account-token-clean-up-period"
 	LogFlushFrequency                              DurationFlag = "log-flush-frequency"
+	LogJSONSplitStream                             BoolFlag     = "log-json-split-stream"
 	LogTextSplitStream                             BoolFlag     = "log-text-split-stream"
 	LoggingFormat                                  StringFlag   = "logging-format"
 	Master                                         StringFlag   = "master"
@@ -373,6 +376,7 @@ var handles = []Flag{
 	LeaderMigrationConfig,
 	LegacyServiceAccountTokenCleanUpPeriod,
 	LogFlushFrequency,
+	LogJSONSplitStream,
 	LogTextSplitStream,
 	LoggingFormat,
 	Master,

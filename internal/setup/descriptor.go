@@ -9,6 +9,7 @@
 package setup
 
 import (
+	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,8 +25,9 @@ type Descriptor struct {
 	Aliases []string
 	// DisabledByDefault: `*` does not enable it (bootstrap-signer, token-cleaner, ...).
 	DisabledByDefault bool
-	// FeatureGates are the upstream feature gates the controller requires, all of them.
-	FeatureGates []string
+	// FeatureGates are the upstream feature gates the controller requires, all of them: with
+	// one off, the controller does not run (internal/features names every gate).
+	FeatureGates []featuregate.Feature
 	// ClientName is upstream's client name for the controller: the last part of its
 	// User-Agent and, with --use-service-account-credentials, its ServiceAccount.
 	ClientName string

@@ -82,12 +82,17 @@ func Select(registry []Descriptor, controllers []string) (Selection, error) {
 	return sel, nil
 }
 
-// SetupEnabled sets up every enabled controller kcm has built, logs once the enabled ones it
-// has not built and the flags given that nothing acts on, and returns the names it set up.
+// SetupEnabled sets up every enabled controller kcm has built whose required feature gates are
+// on (logging, as upstream, each one a gate turns off), logs once the enabled ones it has not
+// built and the flags given that nothing acts on, and returns the names it set up.
 //
 // The indexes the enabled controllers declare are registered first, each once.
 func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	logger := log.Log.WithName("controllers")
+	sel, gatedOff := sel.gatedOff(ctx.Enabled)
+	for _, d := range gatedOff {
+		logger.Info("Controller is disabled by a feature gate", "controller", d.Name, "requiredFeatureGates", d.FeatureGates)
+	}
 	if len(sel.NotBuilt) > 0 {
 		logger.Info("Enabled controllers that kcm does not implement yet will not run", "controllers", sel.NotBuilt)
 	}

@@ -1,6 +1,9 @@
 package tainteviction
 
 import (
+	"k8s.io/component-base/featuregate"
+
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -9,7 +12,7 @@ import (
 // SeparateTaintEvictionController is GA and locked on.
 var Descriptor = setup.Descriptor{
 	Name:         ControllerName,
-	FeatureGates: []string{"SeparateTaintEvictionController"},
+	FeatureGates: []featuregate.Feature{features.SeparateTaintEvictionController},
 	// As upstream, the controller works with the node-controller's client.
 	ClientName: ClientName,
 	Indexes:    []index.Index{index.PodsByNode},

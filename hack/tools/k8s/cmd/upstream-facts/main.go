@@ -1,6 +1,7 @@
 // Command upstream-facts prints what kcm must mirror from upstream kube-controller-manager
-// v1.37.1: every command-line flag (as a Go source file for internal/options) and, with
-// -controllers, every controller descriptor. `make upstream-flags` runs it; the output is
+// v1.37.1: every command-line flag (as a Go source file for internal/options), with -features
+// every feature gate (a Go source file for internal/features) and, with -controllers, every
+// controller descriptor. `make upstream-flags` runs it; the output is
 // committed so kcm itself never imports k8s.io/kubernetes.
 package main
 
@@ -18,7 +19,12 @@ import (
 
 func main() {
 	controllers := flag.Bool("controllers", false, "print the controller descriptors instead of the flags")
+	features := flag.Bool("features", false, "print the feature gates instead of the flags")
 	flag.Parse()
+	if *features {
+		printFeatures()
+		return
+	}
 	if *controllers {
 		printControllers()
 		return
