@@ -5,21 +5,26 @@ package manager
 import (
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -81,6 +86,10 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 // New returns the Manager. cfg should come from RESTConfig; restrictions limit what the
 // shared cache holds of some kinds (setup.CacheRestrictions of the registry); mutate adjusts
 // the options last (tests use it, e.g. to skip controller-name validation).
+//
+// The Manager's AddHealthzCheck adds to /healthz on the secure port, which lists, as
+// upstream's, the leader-election watchdog (with --leader-elect) and then one check per
+// controller (AddControllerChecks).
 func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object]cache.ByObject, mutate ...func(*ctrlmanager.Options)) (ctrlmanager.Manager, error) {
 	le := opts.LeaderElection
 	// Leader election renews through its own connection so that busy controllers never
@@ -88,24 +97,50 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	leCfg := rest.CopyConfig(cfg)
 	leCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 
-	checks := map[string]healthz.Checker{"ping": healthz.Ping}
+	health := newHealth()
+	recorders := &lateRecorders{}
+	var lock resourcelock.Interface
+	if le.Enabled {
+		// controller-runtime's own lock, observed by the watchdog.
+		inner, err := newResourceLock(leCfg, recorders, leaderelection.Options{
+			LeaderElection:             true,
+			LeaderElectionResourceLock: le.ResourceLock,
+			LeaderElectionID:           le.ResourceName,
+			LeaderElectionNamespace:    le.ResourceNamespace,
+			RenewDeadline:              le.RenewDeadline,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating leader election lock: %w", err)
+		}
+		watched := newWatchedLock(inner, le.ResourceName, le.LeaseDuration, watchdogClock)
+		if err := health.add(watched); err != nil {
+			return nil, err
+		}
+		lock = watched
+	}
 	mo := ctrlmanager.Options{
 		Scheme: Scheme(),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject:         restrictions,
 		},
-		LeaderElection:                le.Enabled,
-		LeaderElectionResourceLock:    le.ResourceLock,
-		LeaderElectionID:              le.ResourceName,
-		LeaderElectionNamespace:       le.ResourceNamespace,
-		LeaderElectionConfig:          leCfg,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &le.LeaseDuration,
-		RenewDeadline:                 &le.RenewDeadline,
-		RetryPeriod:                   &le.RetryPeriod,
-		HealthProbeBindAddress:        "0",
-		Metrics:                       metricsOptions(opts, checks),
+		// As upstream's WaitForNamedCacheSync, controllers wait for their caches as long as it
+		// takes: controller-runtime's default (2 minutes) would fail the controller's Start,
+		// and so the whole process, on a cluster whose first list is slower, and every
+		// restart would list again from the start.
+		Controller:                          config.Controller{CacheSyncTimeout: cacheSyncTimeout()},
+		LeaderElection:                      le.Enabled,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionResourceLock:          le.ResourceLock,
+		LeaderElectionID:                    le.ResourceName,
+		LeaderElectionNamespace:             le.ResourceNamespace,
+		LeaderElectionConfig:                leCfg,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &le.LeaseDuration,
+		RenewDeadline:                       &le.RenewDeadline,
+		RetryPeriod:                         &le.RetryPeriod,
+		HealthProbeBindAddress:              "0",
+		Metrics:                             metricsOptions(opts, health),
 	}
 	for _, m := range mutate {
 		m(&mo)
@@ -114,21 +149,40 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	return mgr, nil
+	recorders.set(mgr)
+	return &healthManager{Manager: mgr, health: health}, nil
+}
+
+// Test seams: the lock controller-runtime would build, and the watchdog's clock.
+var (
+	newResourceLock                    = leaderelection.NewResourceLock
+	watchdogClock   clock.PassiveClock = clock.RealClock{}
+)
+
+// waitForever is the longest CacheSyncTimeout controller-runtime accepts (it treats 0 as its
+// default of 2 minutes and a negative one as already expired).
+const waitForever = time.Duration(math.MaxInt64)
+
+// cacheSyncTimeoutForTests, set only by -ldflags -X in test/process, shortens the wait to show
+// that the timeout kcm sets is the one in effect; kcm's builds never set it.
+var cacheSyncTimeoutForTests string
+
+func cacheSyncTimeout() time.Duration {
+	if d, err := time.ParseDuration(cacheSyncTimeoutForTests); err == nil && d > 0 {
+		return d
+	}
+	return waitForever
 }
 
 // metricsOptions serves upstream's secure port: /metrics behind delegated authentication
-// and authorization, the health endpoints in --authorization-always-allow-paths open to all.
-func metricsOptions(opts *options.Options, checks map[string]healthz.Checker) metricsserver.Options {
+// and authorization, /healthz (in --authorization-always-allow-paths) open to all.
+func metricsOptions(opts *options.Options, health http.Handler) metricsserver.Options {
 	if opts.SecurePort == 0 {
 		return metricsserver.Options{BindAddress: "0"}
 	}
-	health := &healthz.Handler{Checks: checks}
-	extra := map[string]http.Handler{}
-	for _, p := range []string{"/healthz", "/readyz", "/livez"} {
-		extra[p] = http.StripPrefix(p, health)
-		extra[p+"/"] = http.StripPrefix(p, health)
-	}
+	// /healthz only: upstream serves no /readyz or /livez (404). /healthz/<check> is kcm's
+	// addition (upstream answers 404 there too).
+	extra := map[string]http.Handler{"/healthz": health, "/healthz/": health}
 	mo := metricsserver.Options{
 		SecureServing:  true,
 		BindAddress:    net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)),
