@@ -47,6 +47,8 @@ func run(args []string) error {
 	logger := logging.New(opts.Verbosity, opts.LoggingFormat)
 	logging.Install(logger)
 	logger.Info("Starting kcm", "version", version.Get())
+	// kubernetes_feature_enabled, once at startup as upstream.
+	opts.FeatureGates.AddMetrics()
 
 	// As upstream: --master and --kubeconfig, or the in-cluster configuration without them.
 	base, err := clientcmd.BuildConfigFromFlags(opts.Master, opts.Kubeconfig)
