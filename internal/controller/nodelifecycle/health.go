@@ -21,7 +21,22 @@ type health struct {
 	ready *corev1.NodeCondition
 	// leaseRenew is the renewTime of the node's Lease as last seen.
 	leaseRenew *metav1.MicroTime
+	// leaseVersion is the resourceVersion of the Lease whose renewal was last seen, which
+	// the lease circuit breaker compares with the API server's.
+	leaseVersion string
+	// expiry is what the node's reconcile made of its grace period running out (the lease
+	// circuit breaker's verdict); a new sign of life clears it.
+	expiry expiryVerdict
 }
+
+// expiryVerdict is the lease circuit breaker's verdict on a node past its grace period.
+type expiryVerdict int
+
+const (
+	expiryUnjudged  expiryVerdict = iota // its reconcile has not looked yet
+	expiryHeld                           // the Lease cache was found stale: the node is skipped
+	expiryConfirmed                      // the API server confirmed it: Unknown
+)
 
 // observe folds a new sighting of the node (and its Lease, possibly nil) at now into prev
 // (nil for a node not seen before), as upstream's tryUpdateNodeHealth does.
@@ -43,14 +58,17 @@ func observe(prev *health, node *corev1.Node, lease *coordinationv1.Lease, now t
 		next.probe, next.readyTransition = prev.probe, prev.readyTransition
 	}
 	if prev != nil {
-		next.leaseRenew = prev.leaseRenew
+		next.leaseRenew, next.leaseVersion = prev.leaseRenew, prev.leaseVersion
 	}
 	if cur != nil {
 		next.ready = cur.DeepCopy()
 	}
 	if lease != nil && lease.Spec.RenewTime != nil && (next.leaseRenew == nil || next.leaseRenew.Before(lease.Spec.RenewTime)) {
-		next.leaseRenew = lease.Spec.RenewTime.DeepCopy()
+		next.leaseRenew, next.leaseVersion = lease.Spec.RenewTime.DeepCopy(), lease.ResourceVersion
 		next.probe = now
+	}
+	if prev != nil && next.probe.Equal(prev.probe) {
+		next.expiry = prev.expiry
 	}
 	return next
 }

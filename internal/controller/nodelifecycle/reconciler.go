@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,9 +49,21 @@ const evictionPeriod = 100 * time.Millisecond
 // Reconciler is the node-lifecycle-controller. The command line's values go in the
 // exported fields; upstream's defaults are the flags' defaults.
 type Reconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
-	Clock    clock.Clock
+	Client client.Client
+	// Leases is where node Leases are read: the shared cache.
+	Leases client.Reader
+	// APIReader reads around the cache: a Lease the cache shows expired, under the lease
+	// circuit breaker.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.Clock
+	// LeaseCircuitBreaker is the NodeControllerLeaseCircuitBreaker gate: before a node is
+	// declared Unknown from its cached Lease, the API server's Lease is read, and a cache
+	// found stale holds every node's health until it has caught up.
+	LeaseCircuitBreaker bool
+	// LeaseCacheVersion is the last resourceVersion the Lease cache has synced ("" when
+	// unknown); SetupWithManager takes it from the cache's Lease informer.
+	LeaseCacheVersion func() string
 
 	MonitorPeriod          time.Duration // --node-monitor-period
 	MonitorGracePeriod     time.Duration // --node-monitor-grace-period
@@ -68,16 +81,21 @@ type Reconciler struct {
 	tainters   map[string]*tainter
 	// kick asks the zone passes (runZonePasses) for a pass now.
 	kick chan struct{}
+	// leaseVersionSeen is the newest Lease resourceVersion the breaker read from the API
+	// server that the cache had not shown yet ("" when none is pending).
+	leaseVersionSeen string
 }
 
 // What node-lifecycle-controller's own client (node-controller) does (reads of the shared
 // cache, Leases' included, and Events run as kcm's identity): nodes' taints and labels
 // patched, as upstream's PatchNodeTaints and label patch; the Ready condition and pods' Ready
-// condition written with an update of the status subresource, as upstream's UpdateStatus.
+// condition written with an update of the status subresource, as upstream's UpdateStatus;
+// the live get of a Lease the cache shows expired (the lease circuit breaker).
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
 
 // Reconcile syncs one node: it observes the node and its Lease, judges its health, brings
 // its taints and labels in line, and writes the node's and its pods' conditions last.
@@ -91,13 +109,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	lease := &coordinationv1.Lease{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
+	if err := r.Leases.Get(ctx, types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
 		lease = nil
 	}
 	r.register(node)
+	// A Lease cache found stale is trusted for no node until it catches up.
+	if r.LeaseCircuitBreaker {
+		if err := r.leaseCacheBehind(); err != nil {
+			return r.skipHealth(ctx, node, err)
+		}
+	}
 	now := r.Clock.Now()
 	r.mu.Lock()
 	prev := r.healths[node.Name]
@@ -110,8 +134,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	wasReady := prev != nil && prev.ready != nil && prev.ready.Status == corev1.ConditionTrue
 	deadline := r.deadline(node, h)
 	silent := now.After(deadline)
+	// Under the lease circuit breaker the API server confirms it first: a Lease it shows
+	// renewed since means the cache is stale, not the node.
+	if silent && r.LeaseCircuitBreaker {
+		if err := r.confirmLeaseExpired(ctx, node.Name, h.leaseVersion); err != nil {
+			return r.skipHealth(ctx, node, err)
+		}
+	}
 	ready := readyStatus(node)
 	if silent {
+		r.setExpiry(node.Name, expiryConfirmed)
 		ready = corev1.ConditionUnknown
 	}
 
@@ -144,6 +176,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Come back when the grace period runs out, unless a heartbeat comes first.
 	return reconcile.Result{RequeueAfter: deadline.Sub(now) + time.Millisecond}, nil
+}
+
+// skipHealth leaves the node's health alone this period, as upstream skips a node whose
+// health update the lease circuit breaker stopped: no condition, taint for its health or pod
+// is written. The taints and labels that follow the node's own report still do. The Lease
+// event that brings the cache up to date queues the node again; the monitor period is the
+// fallback.
+func (r *Reconciler) skipHealth(ctx context.Context, node *corev1.Node, cause error) (reconcile.Result, error) {
+	r.setExpiry(node.Name, expiryHeld)
+	log.FromContext(ctx).Error(cause, "Update health of Node from Controller error, Skipping - no pods will be evicted", "node", node.Name)
+	if err := r.syncNoScheduleTaintsAndLabels(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.MonitorPeriod}, nil
+}
+
+// setExpiry records the verdict on the node's expired grace period for the zone passes.
+func (r *Reconciler) setExpiry(node string, v expiryVerdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.healths[node]; h != nil {
+		h.expiry = v
+	}
 }
 
 // deadline is when a node unseen since h.probe is declared Unknown: its grace period after
@@ -322,8 +377,11 @@ func podReadyIndex(p *corev1.Pod) int {
 // SetupWithManager reconciles nodes on their own changes, their Leases' and those of pods
 // newly bound to them, and adds the zone passes as a Runnable of their own.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
-	if r.Client == nil || r.Recorder == nil {
-		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
+	if r.Client == nil || r.Leases == nil || r.Recorder == nil {
+		return fmt.Errorf("%s: Client, Leases and Recorder are required", ControllerName)
+	}
+	if r.LeaseCircuitBreaker && r.APIReader == nil {
+		return fmt.Errorf("%s: the lease circuit breaker requires APIReader", ControllerName)
 	}
 	if r.MonitorPeriod <= 0 || r.MonitorGracePeriod <= 0 || r.StartupGracePeriod <= 0 {
 		return fmt.Errorf("%s: monitor period and grace periods must be positive", ControllerName)
@@ -334,6 +392,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.healths, r.known = map[string]*health{}, map[string]types.UID{}
 	r.zoneStates, r.tainters = map[string]zoneState{}, map[string]*tainter{}
 	r.kick = make(chan struct{}, 1)
+	if r.LeaseCircuitBreaker && r.LeaseCacheVersion == nil {
+		informer, err := mgr.GetCache().GetInformer(context.Background(), &coordinationv1.Lease{})
+		if err != nil {
+			return fmt.Errorf("%s: the Lease informer: %w", ControllerName, err)
+		}
+		// The informer's store knows the last resourceVersion it synced (client-go's
+		// AtomicFIFO, on by default); without it the breaker still reads the live Lease
+		// of every node the cache shows expired.
+		if s, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
+			r.LeaseCacheVersion = s.GetStore().LastStoreSyncResourceVersion
+		}
+	}
 	// The zone passes log as the controller does, which a Runnable's context does not.
 	passLog := mgr.GetLogger().WithValues("controller", ControllerName)
 	passes := manager.RunnableFunc(func(ctx context.Context) error {

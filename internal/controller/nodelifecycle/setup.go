@@ -25,12 +25,16 @@ const workers = 8
 
 // Setup runs node-lifecycle-controller with upstream's node health flags.
 func Setup(ctx *setup.Context) error {
-	cl, err := ctx.Client()
+	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}
 	r := &Reconciler{
-		Client:                 cl,
+		Client:    cl,
+		Leases:    cl,
+		APIReader: reader,
+		// NodeControllerLeaseCircuitBreaker: on by default, as upstream's.
+		LeaseCircuitBreaker:    true,
 		Recorder:               ctx.Recorder(ControllerName),
 		MonitorPeriod:          ctx.Duration(options.NodeMonitorPeriod),
 		MonitorGracePeriod:     ctx.Duration(options.NodeMonitorGracePeriod),

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
@@ -18,6 +19,9 @@ var (
 	// controller is the Reconciler the suite's manager runs, for waits on the zone states
 	// it keeps, which leave no trace in the API.
 	controller *nodelifecycle.Reconciler
+	// leaseCache is the controller's view of Leases, which a spec can freeze to play a
+	// cache whose watch is stuck.
+	leaseCache *freezableLeases
 )
 
 const (
@@ -37,7 +41,11 @@ var _ = BeforeSuite(func() {
 	Expect(env.StartManagerWith([]string{nodelifecycle.ControllerName, tainteviction.ControllerName},
 		[]string{"--node-monitor-period=1s", "--node-monitor-grace-period=4s", "--node-startup-grace-period=6s",
 			"--node-eviction-rate=10", "--secondary-node-eviction-rate=0.5", "--large-cluster-size-threshold=3"},
-		setup.OverrideFor(nodelifecycle.ControllerName, func(r *nodelifecycle.Reconciler) { controller = r }))).To(Succeed())
+		setup.OverrideFor(nodelifecycle.ControllerName, func(r *nodelifecycle.Reconciler) {
+			controller = r
+			leaseCache = &freezableLeases{Reader: r.Leases, frozen: map[string]*coordinationv1.Lease{}}
+			r.Leases = leaseCache
+		}))).To(Succeed())
 	kubelet = startFakeKubelet()
 	DeferCleanup(kubelet.close)
 })

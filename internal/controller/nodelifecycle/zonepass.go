@@ -68,7 +68,13 @@ func (r *Reconciler) zonePass(ctx context.Context) time.Duration {
 		return evictionPeriod
 	}
 	now := r.Clock.Now()
-	r.applyZonePlan(ctx, nodes.Items, now)
+	ready, pending := r.readyByZone(nodes.Items, now)
+	if pending {
+		// Nodes whose grace period just ran out are being judged: classify them together
+		// once they are, as upstream's monitor pass judges every node before its zones.
+		return evictionPeriod
+	}
+	r.applyZonePlan(ctx, nodes.Items, ready, now)
 
 	byName := make(map[string]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
@@ -93,35 +99,56 @@ func (r *Reconciler) nextTick(now time.Time) time.Time {
 }
 
 // readyByZone is what a zone pass observes: the Ready status, as kcm knows it now, of each
-// node counted for disruption, by zone.
-func (r *Reconciler) readyByZone(nodes []corev1.Node, now time.Time) map[string][]corev1.ConditionStatus {
+// node counted for disruption, by zone; pending when a node past its grace period is still
+// to be judged.
+func (r *Reconciler) readyByZone(nodes []corev1.Node, now time.Time) (map[string][]corev1.ConditionStatus, bool) {
 	byZone := map[string][]corev1.ConditionStatus{}
+	pending := false
 	for i := range nodes {
 		if _, excluded := nodes[i].Labels[excludeDisruptionLabel]; excluded {
 			continue
 		}
+		status, counted, judging := r.effectiveReady(&nodes[i], now)
+		pending = pending || judging
+		if !counted {
+			continue
+		}
 		k := topology.GetZoneKey(&nodes[i])
-		byZone[k] = append(byZone[k], r.effectiveReady(&nodes[i], now))
+		byZone[k] = append(byZone[k], status)
 	}
-	return byZone
+	return byZone, pending
 }
 
 // effectiveReady is the node's Ready status as kcm knows it now: Unknown once its grace
-// period ran out, even before the status write that says so reached the cache.
-func (r *Reconciler) effectiveReady(node *corev1.Node, now time.Time) corev1.ConditionStatus {
+// period ran out, even before the status write that says so reached the cache. Under the
+// lease circuit breaker that takes its reconcile's verdict: a node the breaker holds is not
+// counted (upstream counts in its zones only the nodes whose health update went through),
+// and one not judged yet is pending for one monitor period, then counted Unknown.
+func (r *Reconciler) effectiveReady(node *corev1.Node, now time.Time) (status corev1.ConditionStatus, counted, pending bool) {
 	r.mu.Lock()
 	h := r.healths[node.Name]
-	r.mu.Unlock()
-	if h != nil && now.After(r.deadline(node, h)) {
-		return corev1.ConditionUnknown
+	var verdict expiryVerdict
+	if h != nil {
+		verdict = h.expiry
 	}
-	return readyStatus(node)
+	r.mu.Unlock()
+	if h == nil || !now.After(r.deadline(node, h)) {
+		return readyStatus(node), true, false
+	}
+	switch {
+	case !r.LeaseCircuitBreaker || verdict == expiryConfirmed:
+		return corev1.ConditionUnknown, true, false
+	case verdict == expiryHeld:
+		return readyStatus(node), false, false
+	case now.Before(r.deadline(node, h).Add(r.MonitorPeriod)):
+		return readyStatus(node), false, true
+	}
+	return corev1.ConditionUnknown, true, false
 }
 
-// applyZonePlan observes the zones, plans their new states (planZones) and applies the plan:
-// the zones' rates, and the changes of master disruption mode.
-func (r *Reconciler) applyZonePlan(ctx context.Context, nodes []corev1.Node, now time.Time) {
-	ready := r.readyByZone(nodes, now)
+// applyZonePlan plans the zones' new states from what readyByZone observed (planZones) and
+// applies the plan: the zones' rates, and the changes of master disruption mode.
+func (r *Reconciler) applyZonePlan(ctx context.Context, nodes []corev1.Node, ready map[string][]corev1.ConditionStatus, now time.Time) {
 	logger := log.FromContext(ctx)
 
 	r.mu.Lock()
@@ -141,7 +168,7 @@ func (r *Reconciler) applyZonePlan(ctx context.Context, nodes []corev1.Node, now
 		}
 	case modeLeave:
 		for _, h := range r.healths {
-			h.probe, h.readyTransition = now, now
+			h.probe, h.readyTransition, h.expiry = now, now, expiryUnjudged
 		}
 	}
 	// A zone with no node left keeps its queue until the queue is drained.
@@ -219,7 +246,8 @@ func (r *Reconciler) drainZone(ctx context.Context, key string, nodes map[string
 		if !ok {
 			continue
 		}
-		taint := noExecuteKey(r.effectiveReady(node, now))
+		status, _, _ := r.effectiveReady(node, now)
+		taint := noExecuteKey(status)
 		if taint == "" || hasNoExecute(node, taint) {
 			continue
 		}
