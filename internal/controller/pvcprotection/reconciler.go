@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 const (
@@ -49,6 +50,13 @@ type Reconciler struct {
 	// TrackUnused maintains the Unused condition (the PersistentVolumeClaimUnusedSinceTime gate).
 	TrackUnused bool
 	Clock       clock.PassiveClock
+
+	// written is our last write of each claim. The cache delivers it later; a sync that
+	// reads the version it replaced works from the stored copy: the stale Unused condition
+	// would already say what the sync computes, and the write that is needed (e.g. Unused
+	// again after the pod that used the claim failed) would be skipped for good, since our
+	// own condition changes do not bring the claim back.
+	written staleness.Writes[*corev1.PersistentVolumeClaim]
 }
 
 // Claims and pods are read from the shared cache (kcm's identity); the controller's own
@@ -75,8 +83,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, errors.Join(errs...)
 }
 
-func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, live *livePods) error {
-	logger := log.FromContext(ctx, "PVC", pvc.Name)
+func (r *Reconciler) syncClaim(ctx context.Context, cached *corev1.PersistentVolumeClaim, live *livePods) error {
+	logger := log.FromContext(ctx, "PVC", cached.Name)
+	pvc := r.written.Current(cached)
 	if r.TrackUnused && TracksUnused(pvc) {
 		used, err := r.isUsed(ctx, pvc, live, UsedForUnused, findUnused(pvc) != nil && findUnused(pvc).Status == corev1.ConditionTrue)
 		if err != nil {
@@ -85,7 +94,7 @@ func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 		if c := UnusedCondition(pvc, used, metav1.NewTime(r.Clock.Now())); c != nil {
 			updated := pvc.DeepCopy()
 			setCondition(updated, *c)
-			if err := r.Client.Status().Update(ctx, updated); err != nil {
+			if err := r.update(ctx, updated, true); err != nil {
 				return fmt.Errorf("updating the Unused condition: %w", err)
 			}
 			logger.V(3).Info("Updated Unused condition in PVC status", "status", c.Status)
@@ -104,9 +113,11 @@ func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 		}
 		updated := pvc.DeepCopy()
 		controllerutil.RemoveFinalizer(updated, Finalizer)
-		if err := r.Client.Update(ctx, updated); err != nil {
+		if err := r.update(ctx, updated, false); err != nil {
 			return fmt.Errorf("removing the protection finalizer: %w", err)
 		}
+		// The claim goes away: nothing to remember of it.
+		r.written.Forget(client.ObjectKeyFromObject(updated))
 		logger.V(3).Info("Removed protection finalizer from PVC")
 		return nil
 	}
@@ -114,11 +125,29 @@ func (r *Reconciler) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 	if NeedsFinalizer(pvc) {
 		updated := pvc.DeepCopy()
 		controllerutil.AddFinalizer(updated, Finalizer)
-		if err := r.Client.Update(ctx, updated); err != nil {
+		if err := r.update(ctx, updated, false); err != nil {
 			return fmt.Errorf("adding the protection finalizer: %w", err)
 		}
 		logger.V(3).Info("Added protection finalizer to PVC")
 	}
+	return nil
+}
+
+// update writes the claim (its status subresource, or the object), from the version it
+// was read at, and remembers the write.
+func (r *Reconciler) update(ctx context.Context, pvc *corev1.PersistentVolumeClaim, status bool) error {
+	replaced := pvc.ResourceVersion
+	var err error
+	if status {
+		err = r.Client.Status().Update(ctx, pvc)
+	} else {
+		err = r.Client.Update(ctx, pvc)
+	}
+	if err != nil {
+		r.written.Forget(client.ObjectKeyFromObject(pvc))
+		return err
+	}
+	r.written.Wrote(replaced, pvc)
 	return nil
 }
 

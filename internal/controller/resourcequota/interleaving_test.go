@@ -105,6 +105,9 @@ var _ = Describe("resourcequota-controller under interleavings", func() {
 		stale.freeze(cur, "b")
 		Expect(env.Client.Delete(ctx, d)).To(Succeed())
 		Eventually(stale.hid).Should(BeTrue())
+		// The undercount written (witness of the interleaving), then corrected by the
+		// recheck that a lowered usage brings.
+		expectUsed(ctx, rq, "pods", "2")
 		expectUsed(ctx, rq, "pods", "3")
 		settle(ctx, rq, "pods", "3")
 	})

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/patch"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 const (
@@ -74,7 +75,10 @@ type Reconciler struct {
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
 	pending pendingRecounts
-	written lastWrites
+	// written is our last status write of each quota: a sync that reads the version it
+	// replaced works from the stored copy (else it would compare its count with a stale
+	// usage, and skip a write that is needed).
+	written staleness.Writes[*corev1.ResourceQuota]
 	// beforeWrite, when set (by tests), runs between a sync's count and its status write.
 	beforeWrite func(ctx context.Context, rq *corev1.ResourceQuota)
 }
@@ -95,11 +99,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, key, cached); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.forget(key)
-			r.written.forget(key)
+			r.written.Forget(key)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	rq := r.written.current(cached)
+	rq := r.written.Current(cached)
 
 	// Observe and measure.
 	next := r.SyncPeriod
@@ -128,13 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Optimistic: admission charges creations into status.used between our read and
 		// write; overwriting its charge would let the namespace exceed the quota.
 		if err := patch.Status(ctx, r.Client, rq, patch.Optimistic); err != nil {
-			r.written.forget(key)
+			r.written.Forget(key)
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil
 			}
 			errs = append(errs, fmt.Errorf("updating status: %w", err))
 		} else {
-			r.written.wrote(replaced, rq)
+			r.written.Wrote(replaced, rq)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -360,6 +364,9 @@ func (r *Reconciler) quotaEvents() handler.TypedEventHandler[client.Object, reco
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			key := client.ObjectKeyFromObject(e.Object)
+			r.pending.forget(key)
+			r.written.Forget(key)
 			r.enqueueQuotas(ctx, e.Object.GetNamespace(), quotasGR, fullRecount, q)
 		},
 	}

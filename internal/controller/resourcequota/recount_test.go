@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 )
@@ -59,42 +58,6 @@ func TestPendingRecountsTake(t *testing.T) {
 			}
 			if got := p.take(key, t0.Add(tc.at)); got != fullRecount {
 				t.Errorf("a second take = %v, want full (the request was taken)", got)
-			}
-		})
-	}
-}
-
-func TestLastWritesCurrent(t *testing.T) {
-	q := func(uid, rv, pods string) *corev1.ResourceQuota {
-		return &corev1.ResourceQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: types.UID(uid), ResourceVersion: rv},
-			Status:     corev1.ResourceQuotaStatus{Used: rl("pods", pods)},
-		}
-	}
-	for _, tc := range []struct {
-		name     string
-		cached   *corev1.ResourceQuota
-		wantRV   string
-		thenRV   string // what a second call with the same cached quota returns
-		noWrites bool
-	}{
-		{"no write remembered: the cache", q("u", "10", "1"), "10", "10", true},
-		{"cache shows the version our write replaced: our write", q("u", "10", "3"), "11", "11", false},
-		{"cache shows our write: the cache, memory dropped", q("u", "11", "2"), "11", "11", false},
-		{"cache shows a later version: the cache", q("u", "12", "4"), "12", "12", false},
-		{"cache shows an earlier version (a restore): the cache, never waited on", q("u", "5", "4"), "5", "5", false},
-		{"another quota of the same name: the cache", q("other", "10", "3"), "10", "10", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := &lastWrites{}
-			if !tc.noWrites {
-				w.wrote("10", q("u", "11", "2"))
-			}
-			if got := w.current(tc.cached); got.ResourceVersion != tc.wantRV {
-				t.Errorf("current = rv %s, want %s", got.ResourceVersion, tc.wantRV)
-			}
-			if got := w.current(tc.cached); got.ResourceVersion != tc.thenRV {
-				t.Errorf("then current = rv %s, want %s", got.ResourceVersion, tc.thenRV)
 			}
 		})
 	}
