@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,8 +246,9 @@ func Schedulable(node *corev1.Node) bool {
 	return ready
 }
 
-// Processes are the processes the cluster started, its own and StartProcess's, in order.
-func (c *Cluster) Processes() []*Process { return c.processes }
+// Processes are the processes the cluster started, its own and StartProcess's, in order: a
+// copy, which the caller may change.
+func (c *Cluster) Processes() []*Process { return slices.Clone(c.processes) }
 
 // Stop stops every process the cluster started (in reverse order), then kube-apiserver and etcd.
 func (c *Cluster) Stop() error {

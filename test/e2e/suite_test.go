@@ -47,8 +47,10 @@ var (
 	cl client.Client
 	// components are the cluster's long-running processes and kcm, checked after every spec.
 	components []*cluster.Process
-	// kcm is the kcm process, started as kubeadm starts kube-controller-manager.
+	// kcm is the kcm process, started as kubeadm starts kube-controller-manager (startKCM).
 	kcm *cluster.Process
+	// kcmBinary is $KCM_BINARY, or kcm built from this tree.
+	kcmBinary string
 )
 
 const nodeCount = 3
@@ -77,7 +79,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(filepath.Join(assets, bin)).To(BeAnExistingFile(), "run `make k8s-bins` (or `make e2e`) first")
 	}
 	Expect(kwokBinary).To(BeAnExistingFile(), "run `make kwok` (or `make e2e`) first")
-	kcmBinary := envOr("KCM_BINARY", "")
+	kcmBinary = envOr("KCM_BINARY", "")
 	if kcmBinary == "" {
 		kcmBinary = filepath.Join(logDir, "kcm")
 		build(kcmBinary, "github.com/kcm/kcm")
@@ -92,10 +94,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 	cl, kubeconfig = local.Client, local.Kubeconfig
 
-	// kubeadm's port 10257 may be taken on this machine (another run, a real cluster).
 	By("starting kcm as kubeadm does: its static pod's arguments, as the user " + cluster.ControllerManagerUser)
-	kcm, err = local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
-	Expect(err).NotTo(HaveOccurred())
+	kcm = startKCM()
 	components = local.Processes()
 	for i := range nodeCount {
 		waitNodeSchedulable(ctx, cluster.NodeName(i))
@@ -122,6 +122,16 @@ var _ = AfterEach(func() {
 		Expect(p.Exited()).To(BeFalse(), "%s", p.State())
 	}
 })
+
+// startKCM starts kcm with the command line of kubeadm's static pod; its log is kcm.log, which
+// every kcm process of the run appends to.
+func startKCM() *cluster.Process {
+	GinkgoHelper()
+	// kubeadm's port 10257 may be taken on this machine (another run, a real cluster).
+	p, err := local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
+	Expect(err).NotTo(HaveOccurred())
+	return p
+}
 
 // startKWOK starts a kwok process managing the nodes annotated kwok.x-k8s.io/node=<value>;
 // it stops when the spec ends.
