@@ -169,8 +169,9 @@ func ready(p *corev1.Pod) {
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}
 }
-func failed(p *corev1.Pod)   { p.Status.Phase = corev1.PodFailed }
-func deleting(p *corev1.Pod) { now := metav1.NewTime(t0); p.DeletionTimestamp = &now }
+func failed(p *corev1.Pod)    { p.Status.Phase = corev1.PodFailed }
+func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+func deleting(p *corev1.Pod)  { now := metav1.NewTime(t0); p.DeletionTimestamp = &now }
 func age(s int) podOpt {
 	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Duration(s) * time.Second)) }
 }
@@ -194,6 +195,7 @@ func TestPlanNode(t *testing.T) {
 		wantCreate bool
 		wantRemove []string
 		wantFailed []string
+		wantDone   []string
 	}{
 		{name: "eligible without pod", e: run, wantCreate: true},
 		{name: "stay-only without pod", e: stay},
@@ -204,6 +206,11 @@ func TestPlanNode(t *testing.T) {
 			pods:       []*corev1.Pod{mkPod("a", "new", age(1)), mkPod("b", "new", age(5)), mkPod("c", "old", age(9)), mkPod("d", "old")},
 			wantRemove: []string{"a", "d"}},
 		{name: "failed pod", e: run, pods: []*corev1.Pod{mkPod("a", "new", failed)}, wantFailed: []string{"a"}},
+		{name: "succeeded pod: deleted, the new one once it is gone", e: run, pods: []*corev1.Pod{mkPod("a", "new", succeeded)}, wantDone: []string{"a"}},
+		{name: "surge: succeeded pod replaced at once", e: run, surge: true, pods: []*corev1.Pod{mkPod("a", "new", succeeded)}, wantDone: []string{"a"}, wantCreate: true},
+		{name: "surge: failed pod replaced at once", e: run, surge: true, pods: []*corev1.Pod{mkPod("a", "new", failed)}, wantFailed: []string{"a"}, wantCreate: true},
+		{name: "surge: a running pod left, nothing created", e: run, surge: true, pods: []*corev1.Pod{mkPod("a", "new", succeeded), mkPod("b", "old")}, wantDone: []string{"a"}},
+		{name: "surge, stay-only: not replaced", e: stay, surge: true, pods: []*corev1.Pod{mkPod("a", "new", succeeded)}, wantDone: []string{"a"}},
 		{name: "deleting pods ignored, no new one yet", e: run, pods: []*corev1.Pod{mkPod("a", "new", deleting)}},
 		{name: "node no longer fits", e: neither, pods: []*corev1.Pod{mkPod("a", "new"), mkPod("b", "old", deleting)}, wantRemove: []string{"a"}},
 	}
@@ -211,8 +218,9 @@ func TestPlanNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := planNode(tt.pods, tt.e, tt.surge, "new", nil)
 			if got.create != tt.wantCreate || !slices.Equal(names(got.remove), append([]string{}, tt.wantRemove...)) ||
-				!slices.Equal(names(got.failed), append([]string{}, tt.wantFailed...)) {
-				t.Errorf("planNode = create %v remove %v failed %v", got.create, names(got.remove), names(got.failed))
+				!slices.Equal(names(got.failed), append([]string{}, tt.wantFailed...)) ||
+				!slices.Equal(names(got.succeeded), append([]string{}, tt.wantDone...)) {
+				t.Errorf("planNode = create %v remove %v failed %v succeeded %v", got.create, names(got.remove), names(got.failed), names(got.succeeded))
 			}
 		})
 	}

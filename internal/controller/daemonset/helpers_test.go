@@ -137,7 +137,7 @@ func kubelet(ctx context.Context, ns string, ready bool) {
 					err = setReady(ctx, p)
 				}
 			}
-		case ready && p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed:
+		case ready && p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded:
 			err = setReady(ctx, p)
 		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

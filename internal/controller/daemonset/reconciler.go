@@ -203,7 +203,7 @@ func allowsSurge(ds *appsv1.DaemonSet) bool {
 }
 
 // manage is upstream's manage: a pod on every eligible node without one, failed pods
-// deleted once their node's backoff allows, excess pods and pods on nodes they no longer
+// deleted once their node's backoff allows, succeeded pods deleted at once, excess pods and pods on nodes they no longer
 // fit deleted, unscheduled pods for vanished nodes deleted.
 func (r *Reconciler) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[string][]*corev1.Pod, hash string) (reconcile.Result, error) {
 	generation := templateGeneration(ds)
@@ -234,6 +234,11 @@ func (r *Reconciler) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []c
 			r.FailedPodsBackoff.Next(key, now)
 			r.Recorder.Eventf(ds, p, corev1.EventTypeWarning, "FailedDaemonPod", "Delete",
 				"Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node.Name)
+			remove = append(remove, p)
+		}
+		for _, p := range plan.succeeded {
+			r.Recorder.Eventf(ds, p, corev1.EventTypeNormal, "SucceededDaemonPod", "Delete",
+				"Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, node.Name)
 			remove = append(remove, p)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,6 +156,44 @@ var _ = Describe("daemonset-controller", func() {
 				reasons = append(reasons, e.Reason)
 			}
 			g.Expect(reasons).To(ContainElement("FailedDaemonPod"))
+		}).Should(Succeed())
+	})
+
+	It("replaces a pod that succeeded, with a SucceededDaemonPod Event", func() {
+		node := createNode(ctx, nodeName("s"), pool)
+		ds := newDaemonSet(ns, "oneshot", pool)
+		Expect(env.Client.Create(ctx, ds)).To(Succeed())
+		var first corev1.Pod
+		Eventually(func(g Gomega) {
+			kubelet(ctx, ns, true)
+			pods := livePods(ctx, g, ns)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			first = pods[0]
+		}).Should(Succeed())
+		By("the kubelet reporting the pod Succeeded (a graceful node shutdown, a container that exited 0)")
+		first.Status.Phase = corev1.PodSucceeded
+		first.Status.Conditions = nil
+		Expect(env.Client.Status().Update(ctx, &first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			// The kubelet finishes the graceful deletion.
+			kubelet(ctx, ns, false)
+			pods := livePods(ctx, g, ns)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].UID).NotTo(Equal(first.UID))
+			g.Expect(target(&pods[0])).To(Equal(node.Name))
+			gone := &corev1.Pod{}
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(&first), gone))).To(BeTrue(), "the succeeded pod is not deleted")
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var seen []string
+			for _, e := range events.Items {
+				seen = append(seen, e.Type+" "+e.Reason+" "+e.Note)
+			}
+			g.Expect(seen).To(ContainElement(fmt.Sprintf("Normal SucceededDaemonPod Found succeeded daemon pod %s/%s on node %s, will try to delete it",
+				ns, first.Name, node.Name)))
 		}).Should(Succeed())
 	})
 

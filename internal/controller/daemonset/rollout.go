@@ -18,10 +18,14 @@ type nodePlan struct {
 	remove []*corev1.Pod
 	// failed are failed pods to delete once the node's backoff allows.
 	failed []*corev1.Pod
+	// succeeded are pods that ran to completion (a graceful node shutdown, a container that
+	// exited 0): deleted at once, so that the node gets a new pod.
+	succeeded []*corev1.Pod
 }
 
 // planNode is upstream's podsShouldBeOnNode: pods are the DaemonSet's pods targeting the
-// node. An eligible node without a pod gets one; failed pods are replaced; on a node with
+// node. An eligible node without a pod gets one; failed and succeeded pods are replaced
+// (with surge, a node left without a running pod gets its new one at once); on a node with
 // more than one running pod, the oldest is kept (with surge, the oldest updated and the
 // oldest old one); pods on a node they may no longer run on are deleted.
 func planNode(pods []*corev1.Pod, e eligibility, surge bool, hash string, generation *int64) nodePlan {
@@ -36,11 +40,15 @@ func planNode(pods []*corev1.Pod, e eligibility, surge bool, hash string, genera
 			case p.DeletionTimestamp != nil:
 			case p.Status.Phase == corev1.PodFailed:
 				plan.failed = append(plan.failed, p)
+			case p.Status.Phase == corev1.PodSucceeded:
+				plan.succeeded = append(plan.succeeded, p)
 			default:
 				running = append(running, p)
 			}
 		}
 		if len(running) <= 1 {
+			// Without surge, the replacement waits for the finished pods to be gone.
+			plan.create = surge && len(running) == 0 && e.shouldRun
 			break
 		}
 		sortOldestFirst(running)
