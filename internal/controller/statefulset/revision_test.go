@@ -1,6 +1,7 @@
 package statefulset
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // storedSet is a set as the API server returns it: its template carries every default.
@@ -134,3 +136,31 @@ const hex64 = "0000000000000000000000000000000000000000000000000000000000000000"
 func intOrString(port int32) intstr.IntOrString { return intstr.FromInt32(port) }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// With the gate on, a set whose only revision was written without the defaults keeps it;
+// with the gate off (byte comparison) it gets a new revision, which rolls every pod.
+func TestSyncRevisionsGate(t *testing.T) {
+	for _, semantic := range []bool{true, false} {
+		set := storedSet()
+		legacy := rev(`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"web"}},"spec":{"containers":[` +
+			sparseContainer + `],"volumes":[` + sparseVolume + `]}}}}`)
+		legacy.Namespace, legacy.Name, legacy.ResourceVersion = "ns", "web-legacy", "7"
+		cl := fake.NewClientBuilder().WithObjects(set, legacy.DeepCopy()).Build()
+		r := &Reconciler{Client: cl, SemanticRevisionComparison: semantic, revisionEqualities: newRevisionEqualities()}
+		var collisions int32
+		current, update, err := r.syncRevisions(context.Background(), set, []*appsv1.ControllerRevision{legacy}, &collisions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs := &appsv1.ControllerRevisionList{}
+		if err := cl.List(context.Background(), revs); err != nil {
+			t.Fatal(err)
+		}
+		if semantic && (update.Name != "web-legacy" || current.Name != "web-legacy" || len(revs.Items) != 1) {
+			t.Errorf("semantic: update %s, current %s, %d revisions; want web-legacy and no new one", update.Name, current.Name, len(revs.Items))
+		}
+		if !semantic && (update.Name == "web-legacy" || update.Revision != 2 || len(revs.Items) != 2) {
+			t.Errorf("byte comparison: update %s (revision %d), %d revisions; want a new revision 2", update.Name, update.Revision, len(revs.Items))
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package statefulset
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -24,11 +25,10 @@ func Setup(ctx *setup.Context) error {
 		return err
 	}
 	r := &Reconciler{
-		Client:    cl,
-		APIReader: reader,
-		Recorder:  ctx.Recorder(ControllerName),
-		// StatefulSetSemanticRevisionComparison: on by default, as upstream's.
-		SemanticRevisionComparison: true,
+		Client:                     cl,
+		APIReader:                  reader,
+		Recorder:                   ctx.Recorder(ControllerName),
+		SemanticRevisionComparison: ctx.Enabled(features.StatefulSetSemanticRevisionComparison),
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
