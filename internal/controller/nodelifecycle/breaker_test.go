@@ -69,6 +69,8 @@ var _ = Describe("node-lifecycle-controller's lease circuit breaker", func() {
 			g.Expect(taintKeys(getNode(g, dead), corev1.TaintEffectNoSchedule)).To(BeEmpty())
 		}).Should(Succeed())
 
+		// NodeControllerLeaseCircuitBreaker is on by default, as upstream's.
+		Expect(controller.LeaseCircuitBreaker).To(BeTrue())
 		// The breaker knows how far the real Lease cache has synced (its informer's store).
 		Expect(controller.LeaseCacheVersion).NotTo(BeNil())
 		Expect(controller.LeaseCacheVersion()).NotTo(BeEmpty())

@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -30,11 +31,10 @@ func Setup(ctx *setup.Context) error {
 		return err
 	}
 	r := &Reconciler{
-		Client:    cl,
-		Leases:    cl,
-		APIReader: reader,
-		// NodeControllerLeaseCircuitBreaker: on by default, as upstream's.
-		LeaseCircuitBreaker:    true,
+		Client:                 cl,
+		Leases:                 cl,
+		APIReader:              reader,
+		LeaseCircuitBreaker:    ctx.Enabled(features.NodeControllerLeaseCircuitBreaker),
 		Recorder:               ctx.Recorder(ControllerName),
 		MonitorPeriod:          ctx.Duration(options.NodeMonitorPeriod),
 		MonitorGracePeriod:     ctx.Duration(options.NodeMonitorGracePeriod),
