@@ -181,22 +181,37 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 		Expect(parseArgs(c).Bool(options.UseServiceAccountCredentials)).To(BeTrue())
 	})
 
-	It("serves HTTPS on the secure port 10257, and probes /healthz there without credentials", func() {
+	It("serves HTTPS on the secure port 10257, and probes /healthz there without credentials as kubeadm's static pod does", func() {
 		Expect(c.Args).To(ContainElement(fmt.Sprintf("--secure-port=%d", securePort)))
 		opts := parseArgs(c)
 		Expect(opts.SecurePort).To(BeEquivalentTo(securePort))
-		Expect(c.Ports).To(ContainElement(HaveField("ContainerPort", BeEquivalentTo(securePort))))
+		Expect(c.Ports).To(ContainElement(And(HaveField("Name", "probe-port"), HaveField("ContainerPort", BeEquivalentTo(securePort)))))
 
-		for probeName, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		// kubeadm's staticpodutil.LivenessProbe and StartupProbe (with its 4-minute
+		// control-plane timeout) for kube-controller-manager: initial delay, period, timeout,
+		// failure threshold.
+		for probeName, tt := range map[string]struct {
+			probe  *corev1.Probe
+			timing [4]int32
+		}{
+			"liveness": {c.LivenessProbe, [4]int32{10, 10, 15, 8}},
+			"startup":  {c.StartupProbe, [4]int32{10, 10, 15, 24}},
+		} {
+			probe := tt.probe
 			Expect(probe).NotTo(BeNil(), "%s probe", probeName)
 			Expect(probe.HTTPGet).NotTo(BeNil(), "%s probe", probeName)
 			Expect(probe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS), "%s probe", probeName)
 			Expect(probe.HTTPGet.Path).To(Equal("/healthz"), "%s probe", probeName)
 			Expect(portNumber(c, probe.HTTPGet.Port)).To(BeEquivalentTo(securePort), "%s probe", probeName)
+			Expect([4]int32{probe.InitialDelaySeconds, probe.PeriodSeconds, probe.TimeoutSeconds, probe.FailureThreshold}).
+				To(Equal(tt.timing), "%s probe: initialDelaySeconds, periodSeconds, timeoutSeconds, failureThreshold", probeName)
 			// The kubelet probes without credentials.
 			Expect(manager.AlwaysAllowed(opts.AlwaysAllowPaths, probe.HTTPGet.Path)).To(BeTrue(),
 				"%s probe path %s is not in --authorization-always-allow-paths %q", probeName, probe.HTTPGet.Path, opts.AlwaysAllowPaths)
 		}
+		// As kubeadm: kcm serves no /readyz (upstream neither), and a readiness that only the
+		// leader passed would leave the PodDisruptionBudget no replica to let go.
+		Expect(c.ReadinessProbe).To(BeNil())
 	})
 
 	It("runs non-root on a read-only root file system, without privileges", func() {
