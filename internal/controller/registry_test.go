@@ -126,3 +126,32 @@ func TestCacheRestrictionsAgree(t *testing.T) {
 		t.Errorf("CacheRestrictions lost a kind")
 	}
 }
+
+// The feature gates each controller requires in kube-controller-manager v1.37.1
+// (`go run ./cmd/upstream-facts -controllers` in hack/tools/k8s): with one of them off, the
+// controller does not run.
+var upstreamGates = map[string]string{
+	"device-taint-eviction-controller":                               "DynamicResourceAllocation,DRADeviceTaints",
+	"kube-apiserver-serving-clustertrustbundle-publisher-controller": "ClusterTrustBundle",
+	"podcertificaterequest-cleaner-controller":                       "PodCertificateRequest",
+	"podgroup-protection-controller":                                 "GenericWorkload",
+	"resourceclaim-controller":                                       "DynamicResourceAllocation",
+	"resourcepoolstatusrequest-controller":                           "DRAResourcePoolStatus",
+	"selinux-warning-controller":                                     "SELinuxChangePolicy",
+	"service-cidr-controller":                                        "MultiCIDRServiceAllocator",
+	"storageversion-garbage-collector-controller":                    "APIServerIdentity,StorageVersionAPI",
+	"taint-eviction-controller":                                      "SeparateTaintEvictionController",
+	"volumeattributesclass-protection-controller":                    "VolumeAttributesClass",
+}
+
+func TestUpstreamFeatureGates(t *testing.T) {
+	for _, d := range Registry() {
+		var gates []string
+		for _, g := range d.FeatureGates {
+			gates = append(gates, string(g))
+		}
+		if got := strings.Join(gates, ","); got != upstreamGates[d.Name] {
+			t.Errorf("%s requires gates %q, upstream %q", d.Name, got, upstreamGates[d.Name])
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
+	// TerminatingReplicas reports status.terminatingReplicas (upstream's
+	// DeploymentReplicaSetTerminatingReplicas gate, beta and on in v1.37).
+	TerminatingReplicas bool
 }
 
 // What deployment-controller's own client does (reads of the shared cache, pods' included,
@@ -199,6 +202,9 @@ func (s *syncer) podsByReplicaSet(ctx context.Context, rsList []*appsv1.ReplicaS
 // writeStatus writes d's status and annotations when they differ from what was last read
 // or written, through the status subresource, failing on a conflict with a newer write.
 func (s *syncer) writeStatus(ctx context.Context) error {
+	if !s.TerminatingReplicas {
+		s.d.Status.TerminatingReplicas = nil
+	}
 	data, err := client.MergeFrom(s.written).Data(s.d)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package pvcprotection
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -17,14 +18,14 @@ var Descriptor = setup.Descriptor{
 // workers is upstream's fixed worker count.
 const workers = 1
 
-// Setup runs persistentvolumeclaim-protection-controller. It tracks the Unused condition,
-// as upstream does with PersistentVolumeClaimUnusedSinceTime (beta, on by default in v1.37).
+// Setup runs persistentvolumeclaim-protection-controller. It tracks the Unused condition
+// when PersistentVolumeClaimUnusedSinceTime is on (beta, on by default in v1.37), as upstream.
 func Setup(ctx *setup.Context) error {
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, APIReader: reader, TrackUnused: true}
+	r := &Reconciler{Client: cl, APIReader: reader, TrackUnused: ctx.Enabled(features.PersistentVolumeClaimUnusedSinceTime)}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }

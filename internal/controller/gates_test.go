@@ -1,0 +1,60 @@
+// An external test package, as rbac_test.go: it starts managers with internal/testenv.
+package controller_test
+
+import (
+	"testing"
+
+	"github.com/kcm/kcm/internal/controller/deployment"
+	"github.com/kcm/kcm/internal/controller/pvcprotection"
+	"github.com/kcm/kcm/internal/setup"
+	"github.com/kcm/kcm/internal/testenv"
+)
+
+// gatedField is one upstream feature gate a built controller honours: the Reconciler field its
+// Setup sets from the gate, read back through an override.
+type gatedField struct {
+	controller, gate string
+	// read returns an override that stores the field's value in *got.
+	read func(got *bool) setup.Override
+}
+
+var gatedFields = []gatedField{
+	{"deployment-controller", "DeploymentReplicaSetTerminatingReplicas", func(got *bool) setup.Override {
+		return setup.OverrideFor("deployment-controller", func(r *deployment.Reconciler) { *got = r.TerminatingReplicas })
+	}},
+	{"persistentvolumeclaim-protection-controller", "PersistentVolumeClaimUnusedSinceTime", func(got *bool) setup.Override {
+		return setup.OverrideFor("persistentvolumeclaim-protection-controller", func(r *pvcprotection.Reconciler) { *got = r.TrackUnused })
+	}},
+}
+
+// Each controller's Setup reads the gates it honours from --feature-gates: every one of them is
+// on by default in v1.37 and can be turned off.
+func TestControllersReadTheirFeatureGates(t *testing.T) {
+	env, err := testenv.StartAPIServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, g := range gatedFields {
+		for _, on := range []bool{true, false} {
+			var args []string
+			if !on {
+				args = []string{"--feature-gates=" + g.gate + "=false"}
+			}
+			got := !on
+			if err := env.StartManagerWith([]string{g.controller}, args, g.read(&got)); err != nil {
+				t.Fatalf("%s %v: %v", g.controller, args, err)
+			}
+			if err := env.StopManager(); err != nil {
+				t.Fatal(err)
+			}
+			if got != on {
+				t.Errorf("%s with %s %v: the Reconciler's field is %v", g.controller, g.gate, on, got)
+			}
+		}
+	}
+}
