@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/kcm/kcm/internal/controller/deployment"
+	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
+	"github.com/kcm/kcm/internal/controller/replicaset"
 	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
@@ -21,6 +23,12 @@ type gatedField struct {
 var gatedFields = []gatedField{
 	{"deployment-controller", "DeploymentReplicaSetTerminatingReplicas", func(got *bool) setup.Override {
 		return setup.OverrideFor("deployment-controller", func(r *deployment.Reconciler) { *got = r.TerminatingReplicas })
+	}},
+	{"replicaset-controller", "DeploymentReplicaSetTerminatingReplicas", func(got *bool) setup.Override {
+		return setup.OverrideFor("replicaset-controller", func(r *replicaset.Reconciler) { *got = r.Kind.TerminatingReplicas })
+	}},
+	{"job-controller", "MutableSchedulingDirectivesForSuspendedJobs", func(got *bool) setup.Override {
+		return setup.OverrideFor("job-controller", func(r *job.Reconciler) { *got = r.ClearStartTimeOnSuspend })
 	}},
 	{"persistentvolumeclaim-protection-controller", "PersistentVolumeClaimUnusedSinceTime", func(got *bool) setup.Override {
 		return setup.OverrideFor("persistentvolumeclaim-protection-controller", func(r *pvcprotection.Reconciler) { *got = r.TrackUnused })

@@ -50,6 +50,9 @@ type Reconciler struct {
 	// BatchPeriod delays the sync after a pod event or a status-only Job update, so that
 	// bursts coalesce. Zero means upstream's 1s.
 	BatchPeriod time.Duration
+	// ClearStartTimeOnSuspend: suspending a Job clears its startTime (upstream's
+	// MutableSchedulingDirectivesForSuspendedJobs gate, beta and on in v1.37).
+	ClearStartTimeOnSuspend bool
 
 	expectations *expectations.Expectations
 	finalizers   *finalizerExpectations
@@ -137,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if isComplete(job, s.succeeded, active) {
 			s.finished = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonCompletionsReached, msgCompletionsReached, now)
 		} else if managed {
-			if reason, msg := applySuspension(job, now); reason != "" {
+			if reason, msg := applySuspension(job, now, r.ClearStartTimeOnSuspend); reason != "" {
 				event = &jobEvent{corev1.EventTypeNormal, reason, msg}
 			}
 		}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -27,6 +28,8 @@ func Setup(ctx *setup.Context) error {
 		Client:    cl,
 		APIReader: reader,
 		Recorder:  ctx.Recorder(ControllerName),
+
+		ClearStartTimeOnSuspend: ctx.Enabled(features.MutableSchedulingDirectivesForSuspendedJobs),
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)

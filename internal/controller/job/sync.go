@@ -262,14 +262,16 @@ func isComplete(job *batchv1.Job, succeeded, active int32) bool {
 
 // applySuspension writes the Suspended condition for a Job whose pods were just managed,
 // and reports the Event to record ("" when nothing changed). Suspending clears startTime
-// (as upstream with MutableSchedulingDirectivesForSuspendedJobs, on by default); resuming
-// restarts it, so that activeDeadlineSeconds counts only active time.
-func applySuspension(job *batchv1.Job, now time.Time) (reason, message string) {
+// with clearStartTime (upstream's MutableSchedulingDirectivesForSuspendedJobs, on by
+// default); resuming restarts it, so that activeDeadlineSeconds counts only active time.
+func applySuspension(job *batchv1.Job, now time.Time, clearStartTime bool) (reason, message string) {
 	var changed bool
 	if isSuspended(job) {
 		job.Status.Conditions, changed = setCondition(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, reasonJobSuspended, msgSuspended, now)
 		if changed {
-			job.Status.StartTime = nil
+			if clearStartTime {
+				job.Status.StartTime = nil
+			}
 			return "Suspended", msgSuspended
 		}
 		return "", ""

@@ -353,19 +353,19 @@ func TestApplySuspension(t *testing.T) {
 	job := plainJob(ptr.To[int32](1), 1)
 	job.Status.StartTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
 	// Never suspended: nothing to say.
-	if r, _ := applySuspension(job, t0); r != "" || len(job.Status.Conditions) != 0 {
+	if r, _ := applySuspension(job, t0, true); r != "" || len(job.Status.Conditions) != 0 {
 		t.Fatalf("running job: %q %v", r, job.Status.Conditions)
 	}
 	job.Spec.Suspend = ptr.To(true)
-	if r, m := applySuspension(job, t0); r != "Suspended" || m != "Job suspended" || job.Status.StartTime != nil {
+	if r, m := applySuspension(job, t0, true); r != "Suspended" || m != "Job suspended" || job.Status.StartTime != nil {
 		t.Errorf("suspend: %q %q startTime %v", r, m, job.Status.StartTime)
 	}
-	if r, _ := applySuspension(job, t0); r != "" {
+	if r, _ := applySuspension(job, t0, true); r != "" {
 		t.Errorf("suspended twice: %q", r)
 	}
 	job.Spec.Suspend = ptr.To(false)
 	later := t0.Add(time.Minute)
-	if r, m := applySuspension(job, later); r != "Resumed" || m != "Job resumed" || !job.Status.StartTime.Time.Equal(later) {
+	if r, m := applySuspension(job, later, true); r != "Resumed" || m != "Job resumed" || !job.Status.StartTime.Time.Equal(later) {
 		t.Errorf("resume: %q %q startTime %v", r, m, job.Status.StartTime)
 	}
 	c := findCondition(job.Status.Conditions, batchv1.JobSuspended)

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -50,6 +51,8 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	if err != nil {
 		return err
 	}
+	// status.terminatingReplicas: ReplicaSets only, with DeploymentReplicaSetTerminatingReplicas.
+	kind.TerminatingReplicas = kind.TerminatingReplicas && ctx.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
 	r := &Reconciler{
 		Kind:      kind,
 		Client:    cl,
