@@ -205,7 +205,9 @@ func (c *Context) Recorder(source string) recorder.EventRecorder {
 
 // RootCA is the CA bundle published as kube-root-ca.crt and as tokens' ca.crt:
 // --root-ca-file, else the CA the kubeconfig (or in-cluster configuration) trusts, as
-// upstream. The controller reading it declares options.RootCAFile.
+// upstream. Without either (an insecure-skip-tls-verify kubeconfig) it is empty, as
+// upstream's (the kubeconfig's CAData): the controllers taking it run with what there is.
+// The controller reading it declares options.RootCAFile.
 func (c *Context) RootCA() ([]byte, error) {
 	file := c.String(options.RootCAFile)
 	data := c.Config.CAData
@@ -218,18 +220,13 @@ func (c *Context) RootCA() ([]byte, error) {
 			return nil, fmt.Errorf("reading root CA: %w", err)
 		}
 	}
-	if len(data) == 0 {
-		return nil, fmt.Errorf("no root CA: set --root-ca-file or use a kubeconfig that names a certificate authority")
+	if len(data) == 0 && file == "" {
+		return nil, nil
 	}
 	if _, err := certutil.ParseCertsPEM(data); err != nil {
 		return nil, fmt.Errorf("parsing root CA %s: %w", file, err)
 	}
 	return data, nil
-}
-
-// HasRootCA reports whether any CA is configured (--root-ca-file or the kubeconfig's).
-func (c *Context) HasRootCA() bool {
-	return c.String(options.RootCAFile) != "" || len(c.Config.CAData) > 0 || c.Config.CAFile != ""
 }
 
 // UserAgent is upstream's User-Agent with the client name appended, e.g.

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 const (
@@ -38,9 +37,9 @@ const (
 
 // Reconciler publishes RootCA into one namespace.
 type Reconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
-	// RootCA is the PEM bundle to publish.
+	Client client.Client
+	// RootCA is the PEM bundle to publish; empty when kcm has none (an
+	// insecure-skip-tls-verify kubeconfig and no --root-ca-file), published empty as upstream.
 	RootCA []byte
 }
 
@@ -92,8 +91,7 @@ func (r *Reconciler) create(ctx context.Context, ns *corev1.Namespace) error {
 	case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil
 	default:
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "FailedCreate", "Create",
-			"Failed to create ConfigMap %q: %v", ConfigMapName, err)
+		// As upstream, no Event: the error is logged and the namespace retried.
 		return fmt.Errorf("creating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
 	}
 }
@@ -116,11 +114,8 @@ func Desired(cm *corev1.ConfigMap, rootCA []byte) (*corev1.ConfigMap, bool) {
 
 // SetupWithManager watches namespaces and changes to kube-root-ca.crt ConfigMaps.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Client == nil || r.Recorder == nil {
-		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
-	}
-	if len(r.RootCA) == 0 {
-		return fmt.Errorf("%s: no root CA to publish: set --root-ca-file or use a kubeconfig that names a CA", ControllerName)
+	if r.Client == nil {
+		return fmt.Errorf("%s: Client is required", ControllerName)
 	}
 	rootCAChanged := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == ConfigMapName })
 	return ctrl.NewControllerManagedBy(mgr).

@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
@@ -57,6 +59,32 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 		delete(cm.Annotations, rootcapublisher.DescriptionAnnotation)
 		Expect(env.Client.Update(ctx, cm)).To(Succeed())
 		Eventually(func(g Gomega) { published(g, ns) }).Should(Succeed())
+	})
+
+	It("retries a failed create without an Event, as upstream", func() {
+		ns := env.Namespace(ctx, "rootca")
+		var cm *corev1.ConfigMap
+		Eventually(func(g Gomega) { cm = published(g, ns) }).Should(Succeed())
+		// The API server refuses the controller's create.
+		lift := denyCreates(ctx, ns, "configmaps", func() error {
+			return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}})
+		})
+		failures := reconcileErrors(rootcapublisher.ControllerName)()
+		Expect(env.Client.Delete(ctx, cm)).To(Succeed())
+
+		By("the create failing: the sync returns the error and is retried")
+		Eventually(reconcileErrors(rootcapublisher.ControllerName)).Should(BeNumerically(">", failures))
+
+		By("the policy lifted: the retry creates it")
+		lift()
+		Eventually(func(g Gomega) {
+			g.Expect(published(g, ns).UID).NotTo(Equal(cm.UID))
+		}).Should(Succeed())
+		events := &eventsv1.EventList{}
+		Expect(env.Client.List(ctx, events)).To(Succeed())
+		for _, e := range events.Items {
+			Expect(e.Regarding.Name == ns && e.Reason == "FailedCreate").To(BeFalse(), "Event %s/%s: %s", e.Namespace, e.Name, e.Note)
+		}
 	})
 
 	It("recreates the ConfigMap when it is deleted", func() {

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -28,17 +29,23 @@ var Descriptor = setup.Descriptor{
 const workers = 1
 
 // Setup runs root-ca-certificate-publisher-controller, publishing --root-ca-file (else the
-// kubeconfig's CA).
+// kubeconfig's CA). Without any CA it still runs, as upstream, publishing an empty ca.crt:
+// the pods of the cluster then cannot verify the API server through kube-root-ca.crt, which
+// the warning says.
 func Setup(ctx *setup.Context) error {
 	rootCA, err := ctx.RootCA()
 	if err != nil {
 		return err
 	}
+	if len(rootCA) == 0 {
+		log.Log.WithName("controllers").WithValues("controller", ControllerName).Info(
+			"No root CA to publish: no --root-ca-file, and the kubeconfig names no certificate authority; kube-root-ca.crt gets an empty ca.crt, as upstream's")
+	}
 	cl, err := ctx.Client()
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName), RootCA: rootCA}
+	r := &Reconciler{Client: cl, RootCA: rootCA}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }

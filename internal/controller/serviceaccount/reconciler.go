@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // ControllerName is upstream's name for this controller.
@@ -30,8 +29,7 @@ const DefaultServiceAccount = "default"
 
 // Reconciler ensures the default ServiceAccount of one namespace.
 type Reconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
+	Client client.Client
 }
 
 // Namespaces and ServiceAccounts are read from the shared cache (kcm's identity); the
@@ -61,8 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case apierrors.IsAlreadyExists(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The cache lagged, or the namespace began terminating after we read it.
 	default:
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "FailedCreate", "Create",
-			"Failed to create ServiceAccount %q: %v", DefaultServiceAccount, err)
+		// As upstream, no Event: the error is logged and the namespace retried.
 		return reconcile.Result{}, fmt.Errorf("creating ServiceAccount %s/%s: %w", ns.Name, DefaultServiceAccount, err)
 	}
 	return reconcile.Result{}, nil
@@ -70,8 +67,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // SetupWithManager watches namespaces and deletions of default ServiceAccounts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Client == nil || r.Recorder == nil {
-		return fmt.Errorf("%s: Client and Recorder are required", ControllerName)
+	if r.Client == nil {
+		return fmt.Errorf("%s: Client is required", ControllerName)
 	}
 	defaultDeleted := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,30 @@ var _ = Describe("serviceaccount-controller", func() {
 		// synced the namespace since "builder" went.
 		recreated(ns, deleteDefault(ns))
 		Consistently(absent(client.ObjectKeyFromObject(other))).Should(BeTrue())
+	})
+
+	It("retries a failed create without an Event, as upstream", func() {
+		ns := env.Namespace(ctx, "sa")
+		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns), &corev1.ServiceAccount{}) }).Should(Succeed())
+		// The API server refuses the controller's create.
+		lift := denyCreates(ctx, ns, "serviceaccounts", func() error {
+			return env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}})
+		})
+		failures := reconcileErrors(serviceaccount.ControllerName)()
+		deleteDefault(ns)
+
+		By("the create failing: the sync returns the error and is retried")
+		Eventually(reconcileErrors(serviceaccount.ControllerName)).Should(BeNumerically(">", failures))
+		Expect(absent(defaultSA(ns))()).To(BeTrue())
+
+		By("the policy lifted: the retry creates it")
+		lift()
+		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns), &corev1.ServiceAccount{}) }).Should(Succeed())
+		events := &eventsv1.EventList{}
+		Expect(env.Client.List(ctx, events)).To(Succeed())
+		for _, e := range events.Items {
+			Expect(e.Regarding.Name == ns && e.Reason == "FailedCreate").To(BeFalse(), "Event %s/%s: %s", e.Namespace, e.Name, e.Note)
+		}
 	})
 
 	It("creates nothing in a terminating namespace", func() {

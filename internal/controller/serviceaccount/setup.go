@@ -19,7 +19,7 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName)}
+	r := &Reconciler{Client: cl}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }

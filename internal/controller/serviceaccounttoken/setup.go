@@ -47,9 +47,9 @@ func Setup(ctx *setup.Context) error {
 	logger := log.Log.WithName("controllers").WithValues("controller", ControllerName)
 	keyFile := ctx.String(options.ServiceAccountPrivateKeyFile)
 	workers := ctx.Workers(options.ConcurrentServiceaccountTokenSyncs)
-	// Without any CA configured upstream leaves ca.crt alone; a CA given but unreadable is an
-	// error.
-	hasCA := ctx.HasRootCA()
+	// Without any CA configured (an insecure-skip-tls-verify kubeconfig) upstream leaves
+	// ca.crt alone; a CA given but unreadable is an error, once the controller runs.
+	ca, caErr := ctx.RootCA()
 	if keyFile == "" {
 		logger.Info("Controller is disabled because there is no private key")
 		return nil
@@ -62,11 +62,8 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	var ca []byte
-	if hasCA {
-		if ca, err = ctx.RootCA(); err != nil {
-			return fmt.Errorf("%s: %w", ControllerName, err)
-		}
+	if caErr != nil {
+		return fmt.Errorf("%s: %w", ControllerName, caErr)
 	}
 	cl, reader, err := ctx.Clients()
 	if err != nil {
