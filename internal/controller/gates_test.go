@@ -27,6 +27,9 @@ var gatedFields = []gatedField{
 	{"replicaset-controller", "DeploymentReplicaSetTerminatingReplicas", func(got *bool) setup.Override {
 		return setup.OverrideFor("replicaset-controller", func(r *replicaset.Reconciler) { *got = r.Kind.TerminatingReplicas })
 	}},
+	{"replicaset-controller", "PodDeletionCost", func(got *bool) setup.Override {
+		return setup.OverrideFor("replicaset-controller", func(r *replicaset.Reconciler) { *got = r.DeletionCost })
+	}},
 	{"job-controller", "MutableSchedulingDirectivesForSuspendedJobs", func(got *bool) setup.Override {
 		return setup.OverrideFor("job-controller", func(r *job.Reconciler) { *got = r.ClearStartTimeOnSuspend })
 	}},

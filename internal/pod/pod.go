@@ -110,12 +110,13 @@ var phaseOrder = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown
 
 // DeleteFirst reports whether pod a should be deleted before pod b when an owner scales
 // down, by upstream's ActivePodsWithRanks (ReplicaSets): unassigned before assigned;
-// pending before unknown before running; not ready before ready; lower deletion cost first;
-// more co-located siblings (rank) first; more recently ready first; more restarts first;
-// newer first. Times are compared in logarithmic buckets relative to now, so that pods of
-// similar age are chosen among at random (by UID) rather than always the very newest.
-func DeleteFirst(a, b *corev1.Pod, rankA, rankB int, now time.Time) bool {
-	return deleteFirst(a, b, true, rankA, rankB, now)
+// pending before unknown before running; not ready before ready; lower deletion cost first
+// (withCost: upstream's PodDeletionCost gate); more co-located siblings (rank) first; more
+// recently ready first; more restarts first; newer first. Times are compared in logarithmic
+// buckets relative to now, so that pods of similar age are chosen among at random (by UID)
+// rather than always the very newest.
+func DeleteFirst(a, b *corev1.Pod, withCost bool, rankA, rankB int, now time.Time) bool {
+	return deleteFirst(a, b, withCost, rankA, rankB, now)
 }
 
 // ActiveFirst is upstream's ActivePods order (Jobs): DeleteFirst without the deletion cost

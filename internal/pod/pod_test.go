@@ -60,10 +60,10 @@ func TestDeleteFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if !DeleteFirst(tt.first, tt.then, tt.rankA, tt.rankB, now) {
+			if !DeleteFirst(tt.first, tt.then, true, tt.rankA, tt.rankB, now) {
 				t.Errorf("%s should be deleted before %s", tt.first.Name, tt.then.Name)
 			}
-			if DeleteFirst(tt.then, tt.first, tt.rankB, tt.rankA, now) {
+			if DeleteFirst(tt.then, tt.first, true, tt.rankB, tt.rankA, now) {
 				t.Errorf("ordering is not antisymmetric")
 			}
 		})

@@ -35,8 +35,11 @@ import (
 
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
 type Reconciler struct {
-	Kind   Kind
-	Client client.Client
+	Kind Kind
+	// DeletionCost: the pod-deletion-cost annotation ranks the pods to delete (upstream's
+	// PodDeletionCost gate, beta and on in v1.37).
+	DeletionCost bool
+	Client       client.Client
 	// APIReader reads around the cache: the owner's fresh state before adopting.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
@@ -131,7 +134,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		if err != nil {
 			return err
 		}
-		victims := podsToDelete(active, related, n, r.Clock.Now())
+		victims := podsToDelete(active, related, n, r.DeletionCost, r.Clock.Now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
 			keys[i] = podKey(p)

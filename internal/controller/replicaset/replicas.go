@@ -15,10 +15,11 @@ import (
 // BurstReplicas caps the pods created or deleted in one sync, as upstream.
 const BurstReplicas = 500
 
-// podsToDelete picks the n pods to delete first (see pod.DeleteFirst). related are the pods
-// of the owner's siblings (ReplicaSets of the same Deployment): a pod sharing its node with
-// more of them goes first, to spread what remains.
-func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.Pod {
+// podsToDelete picks the n pods to delete first (see pod.DeleteFirst; withCost honours the
+// pod-deletion-cost annotation). related are the pods of the owner's siblings (ReplicaSets
+// of the same Deployment): a pod sharing its node with more of them goes first, to spread
+// what remains.
+func podsToDelete(pods, related []*corev1.Pod, n int, withCost bool, now time.Time) []*corev1.Pod {
 	if n >= len(pods) {
 		return pods
 	}
@@ -31,7 +32,7 @@ func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.P
 	ranked := append([]*corev1.Pod(nil), pods...)
 	sort.SliceStable(ranked, func(i, j int) bool {
 		a, b := ranked[i], ranked[j]
-		return pod.DeleteFirst(a, b, onNode[a.Spec.NodeName], onNode[b.Spec.NodeName], now)
+		return pod.DeleteFirst(a, b, withCost, onNode[a.Spec.NodeName], onNode[b.Spec.NodeName], now)
 	})
 	return ranked[:n]
 }

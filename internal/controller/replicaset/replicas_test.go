@@ -24,16 +24,16 @@ func testPod(name, node string, ready bool) *corev1.Pod {
 func TestPodsToDelete(t *testing.T) {
 	now := time.Now()
 	a, b, c := testPod("a", "n1", true), testPod("b", "n2", false), testPod("c", "n1", true)
-	if got := podsToDelete([]*corev1.Pod{a, b, c}, nil, 1, now); got[0] != b {
+	if got := podsToDelete([]*corev1.Pod{a, b, c}, nil, 1, true, now); got[0] != b {
 		t.Errorf("the not-ready pod goes first, got %s", got[0].Name)
 	}
 	// Siblings crowd n1: of two ready pods, the one on n1 goes.
 	d := testPod("d", "n3", true)
 	related := []*corev1.Pod{testPod("x", "n1", true), testPod("y", "n1", true)}
-	if got := podsToDelete([]*corev1.Pod{d, a}, related, 1, now); got[0] != a {
+	if got := podsToDelete([]*corev1.Pod{d, a}, related, 1, true, now); got[0] != a {
 		t.Errorf("the pod on the crowded node goes first, got %s", got[0].Name)
 	}
-	if got := podsToDelete([]*corev1.Pod{a, b}, nil, 5, now); len(got) != 2 {
+	if got := podsToDelete([]*corev1.Pod{a, b}, nil, 5, true, now); len(got) != 2 {
 		t.Errorf("n beyond the pods returns them all")
 	}
 }

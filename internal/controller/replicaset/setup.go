@@ -54,10 +54,11 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	// status.terminatingReplicas: ReplicaSets only, with DeploymentReplicaSetTerminatingReplicas.
 	kind.TerminatingReplicas = kind.TerminatingReplicas && ctx.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
 	r := &Reconciler{
-		Kind:      kind,
-		Client:    cl,
-		APIReader: reader,
-		Recorder:  ctx.Recorder(kind.ControllerName),
+		Kind:         kind,
+		DeletionCost: ctx.Enabled(features.PodDeletionCost),
+		Client:       cl,
+		APIReader:    reader,
+		Recorder:     ctx.Recorder(kind.ControllerName),
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
