@@ -35,6 +35,8 @@ func run(args []string) error {
 	case err != nil:
 		return err
 	}
+	// client-go's own gates (WatchListClient, ...) follow --feature-gates, as upstream's.
+	opts.FeatureGates.ServeClientGo()
 	if opts.Version != "false" {
 		fmt.Printf("kcm %s (kube-controller-manager v1.37.1 compatible)\n", version.Get())
 		return nil

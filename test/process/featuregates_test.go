@@ -96,6 +96,21 @@ var _ = Describe("--feature-gates", func() {
 			"--emulated-version=1.30"),
 	)
 
+	It("turns off a controller whose required gate is off, as upstream", func() {
+		// podgroup-protection-controller requires GenericWorkload (beta, off by default).
+		p := startKCM("kcm", "--leader-elect=false", "--controllers=podgroup-protection-controller,ttl-controller")
+		Eventually(p.Count("Controllers set up")).WithTimeout(30*time.Second).Should(Equal(1), "kcm: %s", p.State())
+		Expect(p.Lines("Controller is disabled by a feature gate")).To(ConsistOf(
+			And(ContainSubstring(`"podgroup-protection-controller"`), ContainSubstring("GenericWorkload"))))
+		Expect(p.Lines("Controllers set up")[0]).To(ContainSubstring(`"ttl-controller"`))
+
+		on := startKCM("kcm-gate-on", "--leader-elect=false", "--controllers=podgroup-protection-controller,ttl-controller",
+			"--feature-gates=GenericWorkload=true")
+		Eventually(on.Count("Controllers set up")).WithTimeout(30*time.Second).Should(Equal(1), "kcm: %s", on.State())
+		Expect(on.Lines("Controller is disabled by a feature gate")).To(BeEmpty())
+		Expect(on.Lines("kcm does not implement yet")).To(ConsistOf(ContainSubstring(`"podgroup-protection-controller"`)))
+	})
+
 	It("lists upstream's gates with upstream's stages and defaults", func() {
 		bin := upstreamKCM()
 		if bin == "" {
