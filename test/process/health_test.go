@@ -94,9 +94,9 @@ var _ = Describe("/healthz", func() {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		code, exited := p.Wait(0)
+		code, exited := p.Wait(time.Second)
 		Expect(exited).To(BeTrue(), "kcm still runs 30 s after losing its Lease")
-		exitAfter := time.Since(takenAt)
+		exitAfter := p.exitedAt.Sub(takenAt)
 		AddReportEntry("exit after the Lease was taken", exitAfter.Round(time.Millisecond).String())
 		Expect(code).To(Equal(1), "exit code, as upstream's FlushAndExit(1) on leaderelection lost")
 		Expect(p.Lines("leader election lost")).NotTo(BeEmpty())
