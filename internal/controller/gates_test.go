@@ -2,12 +2,17 @@
 package controller_test
 
 import (
+	"fmt"
 	"testing"
+
+	"k8s.io/component-base/featuregate"
 
 	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
 	"github.com/kcm/kcm/internal/controller/replicaset"
+	"github.com/kcm/kcm/internal/controller/tainteviction"
+	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
@@ -33,13 +38,16 @@ var gatedFields = []gatedField{
 	{"job-controller", "MutableSchedulingDirectivesForSuspendedJobs", func(got *bool) setup.Override {
 		return setup.OverrideFor("job-controller", func(r *job.Reconciler) { *got = r.ClearStartTimeOnSuspend })
 	}},
+	{"taint-eviction-controller", "TaintTolerationComparisonOperators", func(got *bool) setup.Override {
+		return setup.OverrideFor("taint-eviction-controller", func(r *tainteviction.Reconciler) { *got = r.ComparisonOperators })
+	}},
 	{"persistentvolumeclaim-protection-controller", "PersistentVolumeClaimUnusedSinceTime", func(got *bool) setup.Override {
 		return setup.OverrideFor("persistentvolumeclaim-protection-controller", func(r *pvcprotection.Reconciler) { *got = r.TrackUnused })
 	}},
 }
 
-// Each controller's Setup reads the gates it honours from --feature-gates: every one of them is
-// on by default in v1.37 and can be turned off.
+// Each controller's Setup reads the gates it honours from --feature-gates: upstream's default
+// without the flag, the other value with it.
 func TestControllersReadTheirFeatureGates(t *testing.T) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
@@ -50,11 +58,16 @@ func TestControllersReadTheirFeatureGates(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	opts := options.New()
+	if err := opts.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, g := range gatedFields {
-		for _, on := range []bool{true, false} {
+		def := opts.FeatureGates.Enabled(featuregate.Feature(g.gate))
+		for _, on := range []bool{def, !def} {
 			var args []string
-			if !on {
-				args = []string{"--feature-gates=" + g.gate + "=false"}
+			if on != def {
+				args = []string{fmt.Sprintf("--feature-gates=%s=%v", g.gate, on)}
 			}
 			got := !on
 			if err := env.StartManagerWith([]string{g.controller}, args, g.read(&got)); err != nil {

@@ -24,7 +24,10 @@ const maxTolerationSeconds = int64(math.MaxInt64 / int64(time.Second))
 //     tolerates it, and the pod goes after the shortest tolerationSeconds of those, a
 //     negative one counting as zero;
 //   - no NoExecute taint, or every matching toleration without tolerationSeconds: never.
-func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since time.Time) (time.Time, bool) {
+//
+// comparisonOperators is upstream's TaintTolerationComparisonOperators gate (alpha, off by
+// default in v1.37): off, the numeric operators Lt and Gt never match.
+func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since time.Time, comparisonOperators bool) (time.Time, bool) {
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), taints, tolerations, isNoExecute, comparisonOperators); untolerated {
 		return since, true
 	}
@@ -34,7 +37,7 @@ func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since 
 		if !isNoExecute(t) {
 			continue
 		}
-		tol := matchingToleration(t, tolerations)
+		tol := matchingToleration(t, tolerations, comparisonOperators)
 		if tol.TolerationSeconds == nil {
 			continue
 		}
@@ -49,16 +52,12 @@ func evictionTime(taints []corev1.Taint, tolerations []corev1.Toleration, since 
 	return since.Add(time.Duration(shortest) * time.Second), true
 }
 
-// comparisonOperators is upstream's TaintTolerationComparisonOperators gate, alpha and off in
-// v1.37: the numeric operators Lt and Gt never match.
-const comparisonOperators = false
-
 func isNoExecute(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
 
 // matchingToleration returns the first toleration that tolerates the taint, which counts for
 // its tolerationSeconds (upstream's GetMatchingTolerations lives in k8s.io/kubernetes, which
 // kcm does not import); the caller knows that one does.
-func matchingToleration(t *corev1.Taint, tolerations []corev1.Toleration) *corev1.Toleration {
+func matchingToleration(t *corev1.Taint, tolerations []corev1.Toleration, comparisonOperators bool) *corev1.Toleration {
 	i := slices.IndexFunc(tolerations, func(tol corev1.Toleration) bool {
 		return tol.ToleratesTaint(logr.Discard(), t, comparisonOperators)
 	})

@@ -26,8 +26,10 @@ func TestEvictionTime(t *testing.T) {
 		name        string
 		taints      []corev1.Taint
 		tolerations []corev1.Toleration
-		wantEvict   bool
-		wantAfter   time.Duration
+		// comparisonOperators: the TaintTolerationComparisonOperators gate.
+		comparisonOperators bool
+		wantEvict           bool
+		wantAfter           time.Duration
 	}{
 		{name: "no taints", wantEvict: false},
 		{name: "no NoExecute taint", taints: []corev1.Taint{
@@ -78,6 +80,12 @@ func TestEvictionTime(t *testing.T) {
 		{name: "Gt does not match while its feature gate is off", taints: []corev1.Taint{noExecute("example.com/level", "5")},
 			tolerations: []corev1.Toleration{{Key: "example.com/level", Operator: corev1.TolerationOpGt, Value: "1"}},
 			wantEvict:   true},
+		{name: "Gt matches with its feature gate on", taints: []corev1.Taint{noExecute("example.com/level", "5")},
+			tolerations:         []corev1.Toleration{{Key: "example.com/level", Operator: corev1.TolerationOpGt, Value: "1", TolerationSeconds: ptr.To[int64](30)}},
+			comparisonOperators: true, wantEvict: true, wantAfter: 30 * time.Second},
+		{name: "Lt matches with its feature gate on", taints: []corev1.Taint{noExecute("example.com/level", "5")},
+			tolerations:         []corev1.Toleration{{Key: "example.com/level", Operator: corev1.TolerationOpLt, Value: "9"}},
+			comparisonOperators: true},
 		{name: "zero seconds: now", taints: []corev1.Taint{broken},
 			tolerations: []corev1.Toleration{tolerate("example.com/broken", ptr.To[int64](0))},
 			wantEvict:   true},
@@ -90,7 +98,7 @@ func TestEvictionTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			when, evict := evictionTime(tt.taints, tt.tolerations, now)
+			when, evict := evictionTime(tt.taints, tt.tolerations, now, tt.comparisonOperators)
 			if evict != tt.wantEvict {
 				t.Fatalf("evict = %v, want %v", evict, tt.wantEvict)
 			}

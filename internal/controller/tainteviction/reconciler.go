@@ -51,6 +51,9 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
 	Clock    clock.PassiveClock
+	// ComparisonOperators lets Gt and Lt tolerations match (upstream's
+	// TaintTolerationComparisonOperators gate, alpha and off in v1.37).
+	ComparisonOperators bool
 
 	pending *pendingEvictions
 }
@@ -96,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
-	when, evict := evictionTime(node.Spec.Taints, pod.Spec.Tolerations, now)
+	when, evict := evictionTime(node.Spec.Taints, pod.Spec.Tolerations, now, r.ComparisonOperators)
 	if !evict {
 		r.cancel(ctx, key)
 		return reconcile.Result{}, nil

@@ -25,7 +25,8 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName)}
+	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName),
+		ComparisonOperators: ctx.Enabled(features.TaintTolerationComparisonOperators)}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, Workers)
 }
