@@ -38,7 +38,9 @@ type eligibility struct {
 }
 
 // comparisonOperators is upstream's TaintTolerationComparisonOperators gate (alpha, off by
-// default in v1.37; kcm does not take --feature-gates): Gt/Lt tolerations tolerate nothing.
+// default in v1.37): Gt/Lt tolerations tolerate nothing. Only the default is built here:
+// daemonset-controller does not read --feature-gates=TaintTolerationComparisonOperators=true
+// yet (taint-eviction-controller does).
 const comparisonOperators = false
 
 // nodeEligibility is upstream's NodeShouldRunDaemonPod: the template's nodeName, node
