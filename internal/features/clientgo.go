@@ -1,6 +1,8 @@
 package features
 
 import (
+	"slices"
+
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/component-base/featuregate"
 )
@@ -17,4 +19,26 @@ type clientGates struct{ gate featuregate.FeatureGate }
 
 func (c clientGates) Enabled(f clientfeatures.Feature) bool {
 	return c.gate.Enabled(featuregate.Feature(f))
+}
+
+// ClientGoGates are the gates client-go reads itself (acted on once ServeClientGo is called).
+func ClientGoGates() []featuregate.Feature {
+	rec := clientGoRecorder{}
+	// client-go only hands over its gates here; it cannot fail.
+	_ = clientfeatures.AddVersionedFeaturesToExistingFeatureGates(rec)
+	gates := make([]featuregate.Feature, 0, len(rec))
+	for f := range rec {
+		gates = append(gates, featuregate.Feature(f))
+	}
+	slices.Sort(gates)
+	return gates
+}
+
+type clientGoRecorder map[clientfeatures.Feature]bool
+
+func (r clientGoRecorder) AddVersioned(in map[clientfeatures.Feature]clientfeatures.VersionedSpecs) error {
+	for f := range in {
+		r[f] = true
+	}
+	return nil
 }

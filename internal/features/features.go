@@ -9,6 +9,8 @@
 package features
 
 import (
+	"slices"
+
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -67,3 +69,15 @@ func (g *Gates) Gate() featuregate.FeatureGate { return g.gate }
 // AddMetrics records kubernetes_feature_enabled{name,stage} for every gate in component-base's
 // legacy registry, as upstream's kube-controller-manager does once at startup.
 func (g *Gates) AddMetrics() { g.gate.AddMetrics() }
+
+// ExplicitlySet lists, sorted, the gates --feature-gates names (AllAlpha and AllBeta aside).
+func (g *Gates) ExplicitlySet() []featuregate.Feature {
+	var set []featuregate.Feature
+	for f := range upstreamSpecs() {
+		if g.gate.ExplicitlySet(f) {
+			set = append(set, f)
+		}
+	}
+	slices.Sort(set)
+	return set
+}

@@ -1,6 +1,8 @@
 package features
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -63,5 +65,24 @@ func TestServeClientGo(t *testing.T) {
 	g.ServeClientGo()
 	if clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) || !clientfeatures.FeatureGates().Enabled(clientfeatures.ClientsPreferCBOR) {
 		t.Error("client-go's gates do not follow --feature-gates")
+	}
+}
+
+// ExplicitlySet names the gates --feature-gates sets, with or without the kube: prefix.
+func TestExplicitlySet(t *testing.T) {
+	g := New()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	g.AddFlags(fs)
+	if err := fs.Parse([]string{"--feature-gates=kube:GenericWorkload=true,kube:PodDeletionCost=true"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Set(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(g.ExplicitlySet()); got != "[GenericWorkload PodDeletionCost]" {
+		t.Errorf("ExplicitlySet = %s", got)
+	}
+	if cg := ClientGoGates(); !slices.Contains(cg, WatchListClient) || slices.Contains(cg, GenericWorkload) {
+		t.Errorf("ClientGoGates = %v", cg)
 	}
 }

@@ -37,6 +37,8 @@ type Context struct {
 
 	overrides *[]Override
 	read      map[string]bool
+	// gatesRead are the feature gates any Setup has read through Enabled.
+	gatesRead *gateReads
 	// credentials gives each controller its own ServiceAccount's credentials with
 	// --use-service-account-credentials; nil: every controller uses Config's identity.
 	credentials clientbuilder.ControllerClientBuilder
@@ -52,7 +54,7 @@ type Context struct {
 // its tokens through the TokenRequest API. The shared cache, leader election and Events
 // keep cfg's identity, as upstream's informers and leader election do.
 func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, overrides ...Override) (*Context, error) {
-	c := &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides}
+	c := &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides, gatesRead: &gateReads{}}
 	if opts.Bool(options.UseServiceAccountCredentials) {
 		core, err := corev1client.NewForConfig(cfg)
 		if err != nil {
@@ -66,7 +68,7 @@ func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, ov
 // For returns the context one controller's Setup gets.
 func (c *Context) For(d Descriptor) *Context {
 	return &Context{Manager: c.Manager, Options: c.Options, Config: c.Config, Controller: d,
-		overrides: c.overrides, read: map[string]bool{}, credentials: c.credentials}
+		overrides: c.overrides, read: map[string]bool{}, credentials: c.credentials, gatesRead: c.gatesRead}
 }
 
 // FlagsRead lists, sorted, the flags this controller's Setup has read through the context.

@@ -80,3 +80,36 @@ func names(ds []Descriptor) string {
 	}
 	return strings.Join(n, ",")
 }
+
+// The startup line names the gates given that nothing acts on: not read by a Setup that ran,
+// not required by a controller, not client-go's.
+func TestIgnoredGates(t *testing.T) {
+	reg := []Descriptor{{Name: "a-controller", FeatureGates: []featuregate.Feature{"Required"}}}
+	read := func(f featuregate.Feature) bool { return f == "Read" }
+	clientGo := []featuregate.Feature{"WatchListClient"}
+	tests := []struct {
+		set  []featuregate.Feature
+		want string
+	}{
+		{nil, ""},
+		{[]featuregate.Feature{"Read", "Required", "WatchListClient"}, ""},
+		{[]featuregate.Feature{"Nobody", "Read", "Unread"}, "Nobody,Unread"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(ignoredGates(tt.set, read, reg, clientGo), ","); got != tt.want {
+			t.Errorf("ignoredGates(%v) = %q, want %q", tt.set, got, tt.want)
+		}
+	}
+}
+
+// Enabled records what it was asked, across the contexts of every controller.
+func TestEnabledRecordsReads(t *testing.T) {
+	root, err := NewContext(nil, options.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.For(Descriptor{Name: "a-controller"}).Enabled(features.PodDeletionCost)
+	if !root.gatesRead.has(features.PodDeletionCost) || root.gatesRead.has(features.GenericWorkload) {
+		t.Error("the gate read in a controller's Setup is not recorded (or another one is)")
+	}
+}

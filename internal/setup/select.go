@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 )
 
@@ -135,6 +136,10 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	}
 	if ignored := ctx.Options.SetButIgnored(actedOn, unused); len(ignored) > 0 {
 		logger.Info("Flags given that kcm does not act on", "flags", ignored)
+	}
+	all := append(append([]Descriptor{}, sel.Enabled...), sel.Disabled...)
+	if ignored := ignoredGates(ctx.Options.FeatureGates.ExplicitlySet(), ctx.gatesRead.has, all, features.ClientGoGates()); len(ignored) > 0 {
+		logger.Info("Feature gates given that kcm does not act on", "featureGates", ignored)
 	}
 	logger.Info("Controllers set up", "controllers", started)
 	return started, nil

@@ -111,6 +111,16 @@ var _ = Describe("--feature-gates", func() {
 		Expect(on.Lines("kcm does not implement yet")).To(ConsistOf(ContainSubstring(`"podgroup-protection-controller"`)))
 	})
 
+	It("names once the gates given that nothing in kcm acts on", func() {
+		p := startKCM("kcm", "--leader-elect=false", "--controllers=ttl-controller,taint-eviction-controller",
+			"--feature-gates=CoordinatedLeaderElection=true,TaintTolerationComparisonOperators=true,WatchListClient=false,StatefulSetSemanticRevisionComparison=false")
+		Eventually(p.Count("Controllers set up")).WithTimeout(30*time.Second).Should(Equal(1), "kcm: %s", p.State())
+		// Read by taint-eviction-controller's Setup, and by client-go: acted on. Only
+		// statefulset-controller, which does not run, would read the last one.
+		Expect(p.Lines("Feature gates given that kcm does not act on")).To(ConsistOf(
+			ContainSubstring(`["CoordinatedLeaderElection", "StatefulSetSemanticRevisionComparison"]`)))
+	})
+
 	It("lists upstream's gates with upstream's stages and defaults", func() {
 		bin := upstreamKCM()
 		if bin == "" {
