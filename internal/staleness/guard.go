@@ -202,3 +202,25 @@ func SkipsMetric(subsystem, kind string) *metrics.CounterVec {
 	legacyregistry.MustRegister(c)
 	return c
 }
+
+// Skipped is <subsystem>_stale_sync_skips_total for a resource, as kcm's /metrics shows it
+// (the legacy registry).
+func Skipped(subsystem, resource string) (float64, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, mf := range families {
+		if mf.GetName() != subsystem+"_stale_sync_skips_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "resource" && l.GetValue() == resource {
+					return m.GetCounter().GetValue(), nil
+				}
+			}
+		}
+	}
+	return 0, nil
+}

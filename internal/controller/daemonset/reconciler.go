@@ -36,6 +36,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 const (
@@ -59,6 +60,9 @@ type Reconciler struct {
 	// FailedPodsBackoff delays replacing failed pods per DaemonSet and node; upstream's
 	// 1s..15m when nil.
 	FailedPodsBackoff *flowcontrol.Backoff
+	// Stale skips a sync while the cache has not caught up with our own writes for the
+	// DaemonSet (StaleControllerConsistencyDaemonSet); nil: off.
+	Stale *staleness.Guard
 
 	creations *expectations.Expectations
 	deletions *expectations.Expectations
@@ -79,11 +83,16 @@ type Reconciler struct {
 // Reconcile is upstream's syncDaemonSet: revisions, then the core loop (a pod per eligible
 // node, none elsewhere), then the rolling update, history cleanup and status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
+		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
+		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+	}
 	ds := &appsv1.DaemonSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ds); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.creations.Forget(req.NamespacedName)
 			r.deletions.Forget(req.NamespacedName)
+			r.Stale.Clear(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -352,6 +361,7 @@ func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, 
 	err := r.Client.Create(ctx, p)
 	switch {
 	case err == nil:
+		r.Stale.WroteAt(client.ObjectKeyFromObject(ds), ds.UID, podsResource, p.ResourceVersion)
 		r.Recorder.Eventf(ds, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
 		return nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -423,6 +433,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, sta
 	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.Stale.WroteAt(client.ObjectKeyFromObject(updated), updated.UID, daemonSetsResource, updated.ResourceVersion)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -27,6 +28,9 @@ func Setup(ctx *setup.Context) error {
 		Client:    cl,
 		APIReader: reader,
 		Recorder:  ctx.Recorder(ControllerName),
+	}
+	if ctx.Enabled(features.StaleControllerConsistencyDaemonSet) {
+		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)

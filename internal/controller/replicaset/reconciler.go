@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
@@ -44,16 +46,24 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
+	// Stale skips a sync while the cache has not caught up with our own writes for the
+	// owner (StaleControllerConsistencyReplicaSet); nil: off.
+	Stale *staleness.Guard
 
 	expectations *expectations.Expectations
 }
 
 // Reconcile observes the owner's pods, creates or deletes the difference and writes status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
+		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
+		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
+			r.Stale.Clear(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -163,6 +173,7 @@ func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv
 	err := r.Client.Create(ctx, p)
 	switch {
 	case err == nil:
+		r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), podsResource, p.ResourceVersion)
 		r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
 		return nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -213,6 +224,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *ap
 	if err := patch.Status(ctx, r.Client, obj, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), replicaSetsResource, obj.GetResourceVersion())
 	return nil
 }
 

@@ -60,6 +60,9 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 		APIReader:    reader,
 		Recorder:     ctx.Recorder(kind.ControllerName),
 	}
+	if kind.GVK == ReplicaSetKind.GVK && ctx.Enabled(features.StaleControllerConsistencyReplicaSet) {
+		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
+	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
