@@ -37,6 +37,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 // ControllerName is upstream's controller and client name.
@@ -53,6 +54,9 @@ type Reconciler struct {
 	// newest revision is kept when it differs from the template only in serialization or
 	// API-server defaults (compared byte for byte otherwise).
 	SemanticRevisionComparison bool
+	// Stale skips a sync while the cache has not caught up with our own writes for the set
+	// (StaleControllerConsistencyStatefulSet); nil: off.
+	Stale *staleness.Guard
 
 	// revisionEqualities remembers the revisions matchesLatest found equal.
 	revisionEqualities *lru.Cache
@@ -75,8 +79,15 @@ type Reconciler struct {
 // Reconcile observes the set's pods and revisions, creates, repairs and deletes pods as the
 // plan says, and writes status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
+		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
+		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+	}
 	set := &appsv1.StatefulSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Stale.Clear(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
@@ -296,6 +307,7 @@ func (r *Reconciler) createPod(ctx context.Context, set, revSet *appsv1.Stateful
 		return err
 	}
 	if err == nil {
+		r.wrote(set, podsResource, p.ResourceVersion)
 		// Claims of the new pod get the set's ownerReference when the policy asks for it.
 		if err := r.syncClaims(ctx, set, p, false); err != nil {
 			r.podEvent(set, p, "Update", err)
@@ -332,6 +344,9 @@ func (r *Reconciler) relabel(ctx context.Context, set *appsv1.StatefulSet, p *co
 		updated.Labels[appsv1.StatefulSetPodNameLabel] = p.Name
 		updated.Labels[appsv1.PodIndexLabel] = strconv.Itoa(ordinalOf(p))
 		err := r.Client.Update(ctx, updated)
+		if err == nil {
+			r.wrote(set, podsResource, updated.ResourceVersion)
+		}
 		if apierrors.IsConflict(err) {
 			fresh := &corev1.Pod{}
 			if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh); getErr == nil {
@@ -357,6 +372,9 @@ func (r *Reconciler) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 		switch {
 		case apierrors.IsNotFound(err):
 			err := r.Client.Create(ctx, c)
+			if err == nil {
+				r.wrote(set, claimsResource, c.ResourceVersion)
+			}
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				errs = append(errs, fmt.Errorf("creating PVC %s: %w", c.Name, err))
 			}
@@ -400,6 +418,7 @@ func (r *Reconciler) syncClaims(ctx context.Context, set *appsv1.StatefulSet, p 
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return fmt.Errorf("updating ownerReferences of PVC %s: %w", claim.Name, err)
 		}
+		r.wrote(set, claimsResource, updated.ResourceVersion)
 	}
 	return nil
 }
@@ -445,6 +464,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.wrote(updated, statefulSetsResource, updated.ResourceVersion)
 	return nil
 }
 

@@ -30,6 +30,9 @@ func Setup(ctx *setup.Context) error {
 		Recorder:                   ctx.Recorder(ControllerName),
 		SemanticRevisionComparison: ctx.Enabled(features.StatefulSetSemanticRevisionComparison),
 	}
+	if ctx.Enabled(features.StaleControllerConsistencyStatefulSet) {
+		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
+	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
