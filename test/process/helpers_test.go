@@ -26,10 +26,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/options"
 )
 
 const (
@@ -163,13 +165,18 @@ func workersStarted(p *process, name string) func() int {
 }
 
 // notBuiltAmong lists the registry's controllers that kcm has not built yet, of those
-// enabled: on by default, or named in extra.
+// enabled: on by default, or named in extra, and not turned off by a feature gate's default.
 func notBuiltAmong(extra ...string) []string {
+	gates := options.New().FeatureGates
 	var names []string
 	for _, d := range controller.Registry() {
-		if !d.Built() && (!d.DisabledByDefault || slices.Contains(extra, d.Name)) {
-			names = append(names, d.Name)
+		if d.Built() || (d.DisabledByDefault && !slices.Contains(extra, d.Name)) {
+			continue
 		}
+		if slices.ContainsFunc(d.FeatureGates, func(g featuregate.Feature) bool { return !gates.Enabled(g) }) {
+			continue
+		}
+		names = append(names, d.Name)
 	}
 	return names
 }
