@@ -66,7 +66,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := setup.SetupEnabled(sctx, sel); err != nil {
+	started, err := setup.SetupEnabled(sctx, sel)
+	if err != nil {
+		return err
+	}
+	// /healthz names every controller that runs, as upstream's.
+	if err := manager.AddControllerChecks(mgr, started); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
