@@ -33,6 +33,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 // Reconciler runs the pods of one Job and keeps its status.
@@ -53,11 +54,14 @@ type Reconciler struct {
 	// ClearStartTimeOnSuspend: suspending a Job clears its startTime (upstream's
 	// MutableSchedulingDirectivesForSuspendedJobs gate, beta and on in v1.37).
 	ClearStartTimeOnSuspend bool
+	// Stale skips a sync while the cache has not caught up with our own writes for the Job
+	// (StaleControllerConsistencyJob): a sync from a Job older than our last status write
+	// would count from stale counters; nil: off.
+	Stale *staleness.Guard
 
 	expectations *expectations.Expectations
 	finalizers   *finalizerExpectations
 	backoff      *backoffStore
-	written      *writtenVersions
 }
 
 // What job-controller's own client does (reads of the shared cache run as kcm's identity):
@@ -74,6 +78,10 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.NamespacedName
 	logger := log.FromContext(ctx)
+	if stale, wait := r.Stale.Stale(key); stale {
+		logger.V(4).Info("Skipping sync: the cache has not caught up with our last write")
+		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+	}
 	job := &batchv1.Job{}
 	if err := r.Client.Get(ctx, key, job); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -83,12 +91,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if managedByOther(job) {
 		logger.V(2).Info("Skipping a Job managed by another controller", "managedBy", *job.Spec.ManagedBy)
-		return reconcile.Result{}, nil
-	}
-	if r.written.stale(key, job.UID, job.ResourceVersion) {
-		// The cache has not caught up with our last status write; its update event will
-		// bring the Job back.
-		logger.V(4).Info("Waiting for the cache to show the last status written", "resourceVersion", job.ResourceVersion)
 		return reconcile.Result{}, nil
 	}
 	if isFinished(job) {
@@ -179,7 +181,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.expectations.Forget(key)
 	r.finalizers.forget(key)
 	r.backoff.forget(key)
-	r.written.forget(key)
+	r.Stale.Clear(key)
 }
 
 // podsForJob lists, from the cache, the pods the Job controls and the orphans of its
@@ -322,6 +324,7 @@ func (r *Reconciler) createPod(ctx context.Context, job *batchv1.Job, p *corev1.
 	err := r.Client.Create(ctx, p)
 	switch {
 	case err == nil:
+		r.Stale.WroteAt(client.ObjectKeyFromObject(job), job.UID, podsResource, p.ResourceVersion)
 		r.Recorder.Eventf(job, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
 		return nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -462,7 +465,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) er
 	if err := patch.Status(ctx, r.Client, stored, patch.Optimistic); err != nil {
 		return err
 	}
-	r.written.wrote(client.ObjectKeyFromObject(job), stored.UID, stored.ResourceVersion)
+	r.Stale.WroteAt(client.ObjectKeyFromObject(job), stored.UID, jobsResource, stored.ResourceVersion)
 	*job = *stored
 	*orig = *stored.DeepCopy()
 	return nil
@@ -521,5 +524,4 @@ func (r *Reconciler) init() {
 	r.expectations = expectations.New(r.Clock)
 	r.finalizers = newFinalizerExpectations()
 	r.backoff = newBackoffStore()
-	r.written = newWrittenVersions()
 }

@@ -31,6 +31,9 @@ func Setup(ctx *setup.Context) error {
 
 		ClearStartTimeOnSuspend: ctx.Enabled(features.MutableSchedulingDirectivesForSuspendedJobs),
 	}
+	if ctx.Enabled(features.StaleControllerConsistencyJob) {
+		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
+	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }

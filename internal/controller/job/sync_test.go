@@ -479,28 +479,3 @@ func TestPodsWithDelayedDeletion(t *testing.T) {
 		t.Error("only the pod the replacement inherits from keeps its finalizer")
 	}
 }
-
-func TestWrittenVersions(t *testing.T) {
-	w := newWrittenVersions()
-	key := types.NamespacedName{Namespace: "ns", Name: "job"}
-	if w.stale(key, "u", "5") {
-		t.Error("stale without a write")
-	}
-	w.wrote(key, "u", "10")
-	for rv, want := range map[string]bool{"9": true, "10": false} {
-		w.wrote(key, "u", "10")
-		if got := w.stale(key, "u", rv); got != want {
-			t.Errorf("rv %s: stale %v", rv, got)
-		}
-	}
-	w.wrote(key, "u", "10")
-	if w.stale(key, "other-uid", "3") {
-		t.Error("a recreated Job is not stale")
-	}
-	if !w.stale(key, "u", "3") {
-		t.Error("forgot the write")
-	}
-	if w.stale(key, "u", "11") || w.stale(key, "u", "3") {
-		t.Error("caught up: nothing to wait for any more")
-	}
-}
