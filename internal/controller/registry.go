@@ -7,6 +7,7 @@ package controller
 import (
 	"k8s.io/component-base/featuregate"
 
+	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
@@ -76,7 +77,7 @@ func Registry() []setup.Descriptor {
 		pvbinder.Descriptor,
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
 		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
-		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}},
+		clusterroleaggregation.Descriptor,
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
 		{Name: "volumeattributesclass-protection-controller", FeatureGates: []featuregate.Feature{features.VolumeAttributesClass}},
