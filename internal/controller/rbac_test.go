@@ -43,10 +43,10 @@ const (
 )
 
 // markerLine finds a +kubebuilder:rbac marker in a line comment; markerArg is one of its
-// comma-separated key=value arguments.
+// comma-separated key=value arguments (namespace= for a right a Role of that namespace grants).
 var (
 	markerLine = regexp.MustCompile(`^//\s*\+kubebuilder:rbac:(.*)$`)
-	markerArg  = regexp.MustCompile(`^(groups|resources|verbs|resourceNames)=(.*)$`)
+	markerArg  = regexp.MustCompile(`^(groups|resources|verbs|resourceNames|namespace)=(.*)$`)
 )
 
 // TestRBACMarkersWithinUpstreamRoles checks, for every built controller, that what its
@@ -113,19 +113,29 @@ func TestRBACMarkersWithinUpstreamRoles(t *testing.T) {
 				t.Fatalf("%s has no ClientName: it names the ServiceAccount and role it acts with", d.Name)
 			}
 			var rules []rbacv1.PolicyRule
+			// Rights in one namespace, granted by upstream's Roles there (bootstrap-signer's,
+			// token-cleaner's), by namespace.
+			inNamespace := map[string][]rbacv1.PolicyRule{}
+			add := func(m marker) {
+				if m.namespace != "" {
+					inNamespace[m.namespace] = append(inNamespace[m.namespace], m.rule)
+				} else {
+					rules = append(rules, m.rule)
+				}
+			}
 			shared := false
 			for _, m := range markers(t, filepath.Join(root, strings.TrimPrefix(pkg, module))) {
 				switch {
 				case m.clientName == d.ClientName:
-					rules = append(rules, m.rule)
+					add(m)
 				case m.clientName == "":
-					rules = append(rules, m.rule)
+					add(m)
 					shared = true
 				case !slices.ContainsFunc(served[pkg], func(o setup.Descriptor) bool { return o.ClientName == m.clientName }):
 					t.Errorf("%s: the marker is above the descriptor of %s, which the registry does not list", m.at, m.clientName)
 				}
 			}
-			if len(rules) == 0 {
+			if len(rules) == 0 && len(inNamespace) == 0 {
 				t.Fatalf("%s: no +kubebuilder:rbac marker of its own in %s, which sets it up: its writes must be declared", d.Name, pkg)
 			}
 			scope := ""
@@ -144,11 +154,27 @@ func TestRBACMarkersWithinUpstreamRoles(t *testing.T) {
 				missing = uncovered(rules, kcmRules, nil)
 			} else {
 				role = controllerRolePrefix + d.ClientName
-				missing = uncovered(rules, clusterRoleRules(t, env.Client, role), kcmRules)
+				// Upstream gives some controllers Roles only (bootstrap-signer): no
+				// ClusterRole to read when no marker needs one.
+				if len(rules) > 0 {
+					missing = uncovered(rules, clusterRoleRules(t, env.Client, role), kcmRules)
+				}
 			}
 			if len(missing) > 0 {
 				t.Errorf("%s acts as %s; its markers%s declare what that role does not grant: %s",
 					d.Name, role, scope, describe(missing))
+			}
+			for ns, nsRules := range inNamespace {
+				var missing []rbacv1.PolicyRule
+				if d.RootCredentials {
+					missing = uncovered(nsRules, kcmRules, nil)
+				} else {
+					missing = uncovered(nsRules, roleRules(t, env.Client, ns, role), kcmRules)
+				}
+				if len(missing) > 0 {
+					t.Errorf("%s acts as %s; its markers%s in namespace %s declare what that role does not grant there: %s",
+						d.Name, role, scope, ns, describe(missing))
+				}
 			}
 		})
 	}
@@ -190,6 +216,8 @@ type marker struct {
 	// the package sets up.
 	clientName string
 	at         string
+	// namespace is the marker's namespace=: the right is one a Role of that namespace grants.
+	namespace string
 }
 
 // markers parses the +kubebuilder:rbac markers in the comments of the non-test Go files of
@@ -229,7 +257,7 @@ func markers(t *testing.T, dir string) []marker {
 					t.Errorf("%s: %v", at, err)
 					continue
 				}
-				found = append(found, marker{rule: rule, clientName: clientName, at: at})
+				found = append(found, marker{rule: rule, clientName: clientName, at: at, namespace: markerNamespace(m[1])})
 			}
 		}
 	}
@@ -307,6 +335,8 @@ func parseMarker(args string) (rbacv1.PolicyRule, error) {
 			rule.Verbs = values
 		case "resourceNames":
 			rule.ResourceNames = values
+		case "namespace":
+			// Not part of the rule: markerNamespace reads it.
 		}
 	}
 	for _, key := range []string{"groups", "resources", "verbs"} {
@@ -371,6 +401,35 @@ func describe(atoms []rbacv1.PolicyRule) string {
 	return strings.Join(parts, "; ")
 }
 
+// markerNamespace is the namespace= of a marker's arguments, "" when it has none.
+func markerNamespace(args string) string {
+	for _, arg := range strings.Split(strings.TrimSpace(args), ",") {
+		if ns, ok := strings.CutPrefix(arg, "namespace="); ok {
+			return strings.Trim(ns, `"`)
+		}
+	}
+	return ""
+}
+
+// roleRules reads a Role the API server creates in namespace at startup (upstream's
+// NamespaceRoles), as clusterRoleRules does a ClusterRole; a role it does not create there
+// grants nothing.
+func roleRules(t *testing.T, c client.Client, namespace, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	role := &rbacv1.Role{}
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			lastErr = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, role)
+			return lastErr == nil, nil
+		})
+	if err != nil {
+		t.Errorf("Role %s/%s, which the API server creates at startup: %v", namespace, name, lastErr)
+		return nil
+	}
+	return role.Rules
+}
+
 // clusterRoleRules reads a ClusterRole the API server creates at startup, waiting for its
 // bootstrap-roles hook to have created it.
 func clusterRoleRules(t *testing.T, c client.Client, name string) []rbacv1.PolicyRule {
@@ -425,10 +484,21 @@ func TestRBACComparison(t *testing.T) {
 			t.Errorf("%s: missing %q, want %q", tc.marker, got, tc.missing)
 		}
 	}
-	for _, bad := range []string{`groups=apps,resources=replicasets`, `groups=apps,resources=x,verbs=get,namespace=a`, `groups=apps,groups=x,resources=x,verbs=get`} {
+	for _, bad := range []string{`groups=apps,resources=replicasets`, `groups=apps,resources=x,verbs=get,name=a`, `groups=apps,groups=x,resources=x,verbs=get`} {
 		if _, err := parseMarker(bad); err == nil {
 			t.Errorf("%s: parsed", bad)
 		}
+	}
+	// A right in one namespace: the same rule, held to that namespace's Role.
+	namespaced := `groups="",resources=configmaps,verbs=update,resourceNames=cluster-info,namespace=kube-public`
+	if _, err := parseMarker(namespaced); err != nil {
+		t.Errorf("%s: %v", namespaced, err)
+	}
+	if ns := markerNamespace(namespaced); ns != "kube-public" {
+		t.Errorf("%s: namespace %q, want kube-public", namespaced, ns)
+	}
+	if ns := markerNamespace(`groups="",resources=configmaps,verbs=update`); ns != "" {
+		t.Errorf("a marker without namespace= has namespace %q", ns)
 	}
 }
 

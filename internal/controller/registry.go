@@ -8,6 +8,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
+	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
@@ -70,7 +71,7 @@ func Registry() []setup.Descriptor {
 		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}},
 		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
 		ttl.Descriptor,
-		{Name: "bootstrap-signer-controller", Aliases: []string{"bootstrapsigner"}, DisabledByDefault: true},
+		bootstrapsigner.Descriptor,
 		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
 		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
 		nodelifecycle.Descriptor,
