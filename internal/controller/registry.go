@@ -10,6 +10,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
 	"github.com/kcm/kcm/internal/controller/cronjob"
+	"github.com/kcm/kcm/internal/controller/csrcleaner"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/disruption"
@@ -68,7 +69,7 @@ func Registry() []setup.Descriptor {
 		cronjob.Descriptor,
 		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
 		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}},
-		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}},
+		csrcleaner.Descriptor,
 		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
 		ttl.Descriptor,
 		bootstrapsigner.Descriptor,
