@@ -7,8 +7,8 @@ package controller
 import (
 	"k8s.io/component-base/featuregate"
 
-	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
+	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/csrcleaner"
 	"github.com/kcm/kcm/internal/controller/daemonset"
