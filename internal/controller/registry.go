@@ -22,7 +22,6 @@ import (
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/legacytokencleaner"
 	"github.com/kcm/kcm/internal/controller/namespace"
-	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
 	"github.com/kcm/kcm/internal/controller/podgc"
 	"github.com/kcm/kcm/internal/controller/pvbinder"
@@ -35,6 +34,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/controller/statefulset"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
+	"github.com/kcm/kcm/internal/controller/tokencleaner"
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
 	"github.com/kcm/kcm/internal/features"
@@ -74,8 +74,8 @@ func Registry() []setup.Descriptor {
 		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
 		ttl.Descriptor,
 		bootstrapsigner.Descriptor,
-		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true},
-		nodeipam.Descriptor,
+		tokencleaner.Descriptor,
+		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
 		nodelifecycle.Descriptor,
 		pvbinder.Descriptor,
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
