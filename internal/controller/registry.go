@@ -22,6 +22,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/legacytokencleaner"
 	"github.com/kcm/kcm/internal/controller/namespace"
+	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
 	"github.com/kcm/kcm/internal/controller/podgc"
 	"github.com/kcm/kcm/internal/controller/pvbinder"
@@ -75,7 +76,7 @@ func Registry() []setup.Descriptor {
 		ttl.Descriptor,
 		bootstrapsigner.Descriptor,
 		tokencleaner.Descriptor,
-		{Name: "node-ipam-controller", Aliases: []string{"nodeipam"}},
+		nodeipam.Descriptor,
 		nodelifecycle.Descriptor,
 		pvbinder.Descriptor,
 		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
