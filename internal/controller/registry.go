@@ -10,6 +10,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/cronjob"
+	"github.com/kcm/kcm/internal/controller/csrapproving"
 	"github.com/kcm/kcm/internal/controller/csrcleaner"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
@@ -70,7 +71,7 @@ func Registry() []setup.Descriptor {
 		statefulset.Descriptor,
 		cronjob.Descriptor,
 		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
-		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}},
+		csrapproving.Descriptor,
 		csrcleaner.Descriptor,
 		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
 		ttl.Descriptor,
