@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/component-base/featuregate"
 
+	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
@@ -40,6 +41,9 @@ var gatedFields = []gatedField{
 	}},
 	{"taint-eviction-controller", "TaintTolerationComparisonOperators", func(got *bool) setup.Override {
 		return setup.OverrideFor("taint-eviction-controller", func(r *tainteviction.Reconciler) { *got = r.ComparisonOperators })
+	}},
+	{"daemonset-controller", "TaintTolerationComparisonOperators", func(got *bool) setup.Override {
+		return setup.OverrideFor("daemonset-controller", func(r *daemonset.Reconciler) { *got = r.ComparisonOperators })
 	}},
 	{"persistentvolumeclaim-protection-controller", "PersistentVolumeClaimUnusedSinceTime", func(got *bool) setup.Override {
 		return setup.OverrideFor("persistentvolumeclaim-protection-controller", func(r *pvcprotection.Reconciler) { *got = r.TrackUnused })

@@ -94,8 +94,44 @@ func TestNodeEligibility(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := nodeEligibility(tt.node, dsWith(tt.spec)); got != tt.want {
+			if got := nodeEligibility(tt.node, dsWith(tt.spec), false); got != tt.want {
 				t.Errorf("nodeEligibility = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Gt and Lt tolerations tolerate a taint only with TaintTolerationComparisonOperators, as
+// upstream's daemon controller judges taints.
+func TestNodeEligibilityComparisonOperators(t *testing.T) {
+	run, stay, neither := eligibility{true, true}, eligibility{false, true}, eligibility{}
+	taint := func(value string, effect corev1.TaintEffect) corev1.Taint {
+		return corev1.Taint{Key: "tier", Value: value, Effect: effect}
+	}
+	tolerate := func(op corev1.TolerationOperator, value string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "tier", Operator: op, Value: value}}
+		}
+	}
+	tests := []struct {
+		name    string
+		taint   corev1.Taint
+		spec    func(*corev1.PodSpec)
+		on, off eligibility
+	}{
+		{"Gt tolerates a greater NoSchedule value", taint("5", corev1.TaintEffectNoSchedule), tolerate(corev1.TolerationOpGt, "3"), run, stay},
+		{"Gt tolerates a greater NoExecute value", taint("5", corev1.TaintEffectNoExecute), tolerate(corev1.TolerationOpGt, "3"), run, neither},
+		{"Lt tolerates a smaller NoExecute value", taint("2", corev1.TaintEffectNoExecute), tolerate(corev1.TolerationOpLt, "3"), run, neither},
+		{"Gt does not tolerate a smaller value", taint("2", corev1.TaintEffectNoExecute), tolerate(corev1.TolerationOpGt, "3"), neither, neither},
+		{"Equal is not gated", taint("5", corev1.TaintEffectNoExecute), tolerate(corev1.TolerationOpEqual, "5"), run, run},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := nodeWith("n", nil, tt.taint)
+			for gate, want := range map[bool]eligibility{true: tt.on, false: tt.off} {
+				if got := nodeEligibility(node, dsWith(tt.spec), gate); got != want {
+					t.Errorf("gate %v: nodeEligibility = %+v, want %+v", gate, got, want)
+				}
 			}
 		})
 	}
@@ -319,7 +355,7 @@ func TestCalculateStatus(t *testing.T) {
 		"b": {mkPod("pb", "old")},
 		"d": {mkPod("pd", "new", ready)},
 	}
-	got := calculateStatus(ds, nodes, nodePods, "new", t0)
+	got := calculateStatus(ds, nodes, nodePods, "new", t0, false)
 	want := appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 3, CurrentNumberScheduled: 2, NumberMisscheduled: 1,
 		NumberReady: 1, NumberAvailable: 1, UpdatedNumberScheduled: 1, NumberUnavailable: 2}
 	if got.String() != want.String() {

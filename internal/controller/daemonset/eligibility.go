@@ -37,17 +37,12 @@ type eligibility struct {
 	shouldRun, shouldContinueRunning bool
 }
 
-// comparisonOperators is upstream's TaintTolerationComparisonOperators gate (alpha, off by
-// default in v1.37): Gt/Lt tolerations tolerate nothing. Only the default is built here:
-// daemonset-controller does not read --feature-gates=TaintTolerationComparisonOperators=true
-// yet (taint-eviction-controller does).
-const comparisonOperators = false
-
 // nodeEligibility is upstream's NodeShouldRunDaemonPod: the template's nodeName, node
 // selector and required node affinity must match the node; a taint the pod (with the default
 // daemon tolerations) does not tolerate stops new pods, and evicts running ones only when its
-// effect is NoExecute.
-func nodeEligibility(node *corev1.Node, ds *appsv1.DaemonSet) eligibility {
+// effect is NoExecute. comparisonOperators is upstream's TaintTolerationComparisonOperators
+// gate: without it Gt and Lt tolerations tolerate nothing.
+func nodeEligibility(node *corev1.Node, ds *appsv1.DaemonSet, comparisonOperators bool) eligibility {
 	spec := &ds.Spec.Template.Spec
 	if spec.NodeName != "" && spec.NodeName != node.Name {
 		return eligibility{}
@@ -57,14 +52,14 @@ func nodeEligibility(node *corev1.Node, ds *appsv1.DaemonSet) eligibility {
 		return eligibility{}
 	}
 	tolerations := daemonTolerations(spec)
-	if !untolerated(node.Spec.Taints, tolerations, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) {
+	if !untolerated(node.Spec.Taints, tolerations, comparisonOperators, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) {
 		return eligibility{shouldRun: true, shouldContinueRunning: true}
 	}
-	return eligibility{shouldContinueRunning: !untolerated(node.Spec.Taints, tolerations, corev1.TaintEffectNoExecute)}
+	return eligibility{shouldContinueRunning: !untolerated(node.Spec.Taints, tolerations, comparisonOperators, corev1.TaintEffectNoExecute)}
 }
 
 // untolerated reports whether a taint with one of effects is tolerated by none of tolerations.
-func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, effects ...corev1.TaintEffect) bool {
+func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, comparisonOperators bool, effects ...corev1.TaintEffect) bool {
 	_, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, tolerations,
 		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, comparisonOperators)
 	return found

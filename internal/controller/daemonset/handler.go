@@ -49,7 +49,7 @@ type nodeHandler struct{ r *Reconciler }
 
 func (h *nodeHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
 	node := e.Object.(*corev1.Node)
-	h.queue(ctx, q, func(ds *appsv1.DaemonSet) bool { return nodeEligibility(node, ds).shouldRun })
+	h.queue(ctx, q, func(ds *appsv1.DaemonSet) bool { return nodeEligibility(node, ds, h.r.ComparisonOperators).shouldRun })
 }
 
 func (h *nodeHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
@@ -58,13 +58,15 @@ func (h *nodeHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) 
 		return
 	}
 	h.queue(ctx, q, func(ds *appsv1.DaemonSet) bool {
-		return nodeEligibility(old, ds) != nodeEligibility(cur, ds)
+		return nodeEligibility(old, ds, h.r.ComparisonOperators) != nodeEligibility(cur, ds, h.r.ComparisonOperators)
 	})
 }
 
 func (h *nodeHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 	node := e.Object.(*corev1.Node)
-	h.queue(ctx, q, func(ds *appsv1.DaemonSet) bool { return nodeEligibility(node, ds).shouldContinueRunning })
+	h.queue(ctx, q, func(ds *appsv1.DaemonSet) bool {
+		return nodeEligibility(node, ds, h.r.ComparisonOperators).shouldContinueRunning
+	})
 }
 
 func (h *nodeHandler) Generic(context.Context, event.GenericEvent, queue) {}

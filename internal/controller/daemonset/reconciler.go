@@ -63,6 +63,9 @@ type Reconciler struct {
 	// Stale skips a sync while the cache has not caught up with our own writes for the
 	// DaemonSet (StaleControllerConsistencyDaemonSet); nil: off.
 	Stale *staleness.Guard
+	// ComparisonOperators lets Gt and Lt tolerations tolerate taints (upstream's
+	// TaintTolerationComparisonOperators gate, alpha and off in v1.37).
+	ComparisonOperators bool
 
 	creations *expectations.Expectations
 	deletions *expectations.Expectations
@@ -141,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	now := r.Clock.Now()
-	status := calculateStatus(ds, nodes.Items, nodePods, hash, now)
+	status := calculateStatus(ds, nodes.Items, nodePods, hash, now, r.ComparisonOperators)
 	if err := r.updateStatus(ctx, ds, status); err != nil {
 		return reconcile.Result{}, errors.Join(syncErr, err)
 	}
@@ -224,7 +227,7 @@ func (r *Reconciler) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []c
 	for i := range nodes {
 		node := &nodes[i]
 		known[node.Name] = true
-		plan := planNode(nodePods[node.Name], nodeEligibility(node, ds), surge, hash, generation)
+		plan := planNode(nodePods[node.Name], nodeEligibility(node, ds, r.ComparisonOperators), surge, hash, generation)
 		if plan.create {
 			create = append(create, node.Name)
 		}
@@ -273,7 +276,7 @@ func (r *Reconciler) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	desired := 0
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
-		if nodeEligibility(&nodes[i], ds).shouldRun {
+		if nodeEligibility(&nodes[i], ds, r.ComparisonOperators).shouldRun {
 			desired++
 		}
 	}
@@ -287,7 +290,7 @@ func (r *Reconciler) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	remove, create := rollingUpdate(rolloutInput{
 		nodePods: onNodes,
 		eligible: func(n string) eligibility {
-			return nodeEligibility(byName[n], ds)
+			return nodeEligibility(byName[n], ds, r.ComparisonOperators)
 		},
 		hash:           hash,
 		generation:     templateGeneration(ds),
@@ -377,8 +380,8 @@ func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, 
 }
 
 // calculateStatus is upstream's updateDaemonSetStatus: counts over the nodes, judging each
-// node by its oldest pod.
-func calculateStatus(ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[string][]*corev1.Pod, hash string, now time.Time) appsv1.DaemonSetStatus {
+// node by its oldest pod (comparisonOperators: the TaintTolerationComparisonOperators gate).
+func calculateStatus(ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[string][]*corev1.Pod, hash string, now time.Time, comparisonOperators bool) appsv1.DaemonSetStatus {
 	s := appsv1.DaemonSetStatus{
 		ObservedGeneration: ds.Generation,
 		CollisionCount:     ds.Status.CollisionCount,
@@ -386,7 +389,7 @@ func calculateStatus(ds *appsv1.DaemonSet, nodes []corev1.Node, nodePods map[str
 	}
 	generation := templateGeneration(ds)
 	for i := range nodes {
-		e := nodeEligibility(&nodes[i], ds)
+		e := nodeEligibility(&nodes[i], ds, comparisonOperators)
 		pods := nodePods[nodes[i].Name]
 		scheduled := len(pods) > 0
 		if !e.shouldRun {

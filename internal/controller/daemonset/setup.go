@@ -28,6 +28,8 @@ func Setup(ctx *setup.Context) error {
 		Client:    cl,
 		APIReader: reader,
 		Recorder:  ctx.Recorder(ControllerName),
+		// Read as upstream's daemon controller reads it when it judges taints.
+		ComparisonOperators: ctx.Enabled(features.TaintTolerationComparisonOperators),
 	}
 	if ctx.Enabled(features.StaleControllerConsistencyDaemonSet) {
 		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
