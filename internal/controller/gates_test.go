@@ -12,6 +12,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
 	"github.com/kcm/kcm/internal/controller/replicaset"
+	"github.com/kcm/kcm/internal/controller/statefulset"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -44,6 +45,9 @@ var gatedFields = []gatedField{
 	}},
 	{"daemonset-controller", "TaintTolerationComparisonOperators", func(got *bool) setup.Override {
 		return setup.OverrideFor("daemonset-controller", func(r *daemonset.Reconciler) { *got = r.ComparisonOperators })
+	}},
+	{"statefulset-controller", "MaxUnavailableStatefulSet", func(got *bool) setup.Override {
+		return setup.OverrideFor("statefulset-controller", func(r *statefulset.Reconciler) { *got = r.MaxUnavailable })
 	}},
 	{"persistentvolumeclaim-protection-controller", "PersistentVolumeClaimUnusedSinceTime", func(got *bool) setup.Override {
 		return setup.OverrideFor("persistentvolumeclaim-protection-controller", func(r *pvcprotection.Reconciler) { *got = r.TrackUnused })

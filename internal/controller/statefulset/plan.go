@@ -56,6 +56,9 @@ type planInput struct {
 	// pods are the set's pods (claimed, named <set>-<ordinal>).
 	pods []*corev1.Pod
 	now  time.Time
+	// oneAtATime is upstream without MaxUnavailableStatefulSet: a RollingUpdate ignores
+	// maxUnavailable and replaces one pod at a time.
+	oneAtATime bool
 }
 
 // plan decides what one sync does, as upstream's updateStatefulSet: stages run in order,
@@ -178,7 +181,35 @@ func plan(in planInput) [][]step {
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		return stages
 	}
+	if in.oneAtATime {
+		return append(stages, rollingUpdateOneAtATime(set, replicas, in.updateRevision, unavailable))
+	}
 	return append(stages, rollingUpdate(set, replicas, in.updateRevision, unavailable, available))
+}
+
+// rollingUpdateOneAtATime is upstream's RollingUpdate without MaxUnavailableStatefulSet,
+// whatever the pod management policy: from the highest ordinal down to the partition, the
+// first pod not at the update revision and not terminating is deleted, unless a pod above it
+// is not yet available (or missing), which is waited for.
+func rollingUpdateOneAtATime(set *appsv1.StatefulSet, replicas []*corev1.Pod, updateRevision string,
+	unavailable func(*corev1.Pod) bool) []step {
+	updateMin := 0
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		updateMin = int(*ru.Partition)
+	}
+	for i := len(replicas) - 1; i >= updateMin; i-- {
+		p := replicas[i]
+		if p == nil {
+			return nil
+		}
+		if revisionOf(p) != updateRevision && p.DeletionTimestamp == nil {
+			return []step{{kind: stepDelete, ordinal: startOrdinal(set) + i, pod: p, reason: reasonUpdate}}
+		}
+		if unavailable(p) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // rollingUpdate picks the pods a RollingUpdate deletes now (upstream with

@@ -171,6 +171,48 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// Without MaxUnavailableStatefulSet, upstream ignores maxUnavailable and, in either pod
+// management policy, replaces one pod at a time, the highest first, waiting for each.
+func TestPlanWithoutMaxUnavailableStatefulSet(t *testing.T) {
+	maxUnavailable := func(n int32) setOpt {
+		return func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(n))
+		}
+	}
+	old3 := []*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "a"), testPod(2, "R", "a")}
+	tests := []struct {
+		name string
+		set  *appsv1.StatefulSet
+		pods []*corev1.Pod
+		want string
+	}{
+		{"maxUnavailable 2 deletes one", testSet(3, maxUnavailable(2)), old3,
+			"claims 0, claims 1, claims 2 ; ; ; delete 2 (update)"},
+		{"parallel, maxUnavailable 3 deletes one", testSet(3, parallel, maxUnavailable(3)), old3,
+			"claims 0, claims 1, claims 2 ; ; ; delete 2 (update)"},
+		{"waits for the updated pod to be available", testSet(3, parallel, maxUnavailable(3)),
+			[]*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "a"), testPod(2, "U", "b")},
+			"claims 0, claims 1, claims 2 ; ; ; "},
+		{"waits for a terminating old pod", testSet(3, parallel, maxUnavailable(3)),
+			[]*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "a"), testPod(2, "T", "a")},
+			"claims 0, claims 1, claims 2 ; ; ; "},
+		{"next once the updated pod is available", testSet(3, maxUnavailable(2)),
+			[]*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "a"), testPod(2, "R", "b")},
+			"claims 0, claims 1, claims 2 ; ; ; delete 1 (update)"},
+		{"partition keeps lower ordinals", testSet(3, partition(2), maxUnavailable(2)),
+			[]*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "a"), testPod(2, "R", "b")},
+			"claims 0, claims 1, claims 2 ; ; ; "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := describe(plan(planInput{set: tt.set, currentRevision: "a", updateRevision: "b", pods: tt.pods, now: now, oneAtATime: true}))
+			if got, want := strings.Join(strings.Fields(got), " "), strings.Join(strings.Fields(tt.want), " "); got != want {
+				t.Errorf("plan =\n  %q\nwant\n  %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestComputeStatus(t *testing.T) {
 	set := testSet(4)
 	pods := []*corev1.Pod{testPod(0, "R", "a"), testPod(1, "R", "b"), testPod(2, "P", "b"), testPod(3, "T", "a")}

@@ -54,6 +54,10 @@ type Reconciler struct {
 	// newest revision is kept when it differs from the template only in serialization or
 	// API-server defaults (compared byte for byte otherwise).
 	SemanticRevisionComparison bool
+	// MaxUnavailable honours spec.updateStrategy.rollingUpdate.maxUnavailable (upstream's
+	// MaxUnavailableStatefulSet gate, on by default in v1.37); off, a RollingUpdate replaces
+	// one pod at a time.
+	MaxUnavailable bool
 	// Stale skips a sync while the cache has not caught up with our own writes for the set
 	// (StaleControllerConsistencyStatefulSet); nil: off.
 	Stale *staleness.Guard
@@ -247,7 +251,8 @@ func (r *Reconciler) act(ctx context.Context, set *appsv1.StatefulSet, current, 
 		return 0, err
 	}
 	templates := map[string]*appsv1.StatefulSet{current.Name: currentSet, update.Name: updateSet}
-	stages := plan(planInput{set: set, currentRevision: current.Name, updateRevision: update.Name, pods: pods, now: now})
+	stages := plan(planInput{set: set, currentRevision: current.Name, updateRevision: update.Name, pods: pods, now: now,
+		oneAtATime: !r.MaxUnavailable})
 	monotonic := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 
 	var mu sync.Mutex

@@ -29,6 +29,7 @@ func Setup(ctx *setup.Context) error {
 		APIReader:                  reader,
 		Recorder:                   ctx.Recorder(ControllerName),
 		SemanticRevisionComparison: ctx.Enabled(features.StatefulSetSemanticRevisionComparison),
+		MaxUnavailable:             ctx.Enabled(features.MaxUnavailableStatefulSet),
 	}
 	if ctx.Enabled(features.StaleControllerConsistencyStatefulSet) {
 		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
