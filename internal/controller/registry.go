@@ -12,6 +12,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/csrapproving"
 	"github.com/kcm/kcm/internal/controller/csrcleaner"
+	"github.com/kcm/kcm/internal/controller/csrsigning"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/disruption"
@@ -70,7 +71,7 @@ func Registry() []setup.Descriptor {
 		disruption.Descriptor,
 		statefulset.Descriptor,
 		cronjob.Descriptor,
-		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}},
+		csrsigning.Descriptor,
 		csrapproving.Descriptor,
 		csrcleaner.Descriptor,
 		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
