@@ -13,6 +13,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/csrapproving"
 	"github.com/kcm/kcm/internal/controller/csrcleaner"
 	"github.com/kcm/kcm/internal/controller/csrsigning"
+	"github.com/kcm/kcm/internal/controller/ctbpublisher"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
 	"github.com/kcm/kcm/internal/controller/disruption"
@@ -89,7 +90,7 @@ func Registry() []setup.Descriptor {
 		{Name: "volumeattributesclass-protection-controller", FeatureGates: []featuregate.Feature{features.VolumeAttributesClass}},
 		ttlafterfinished.Descriptor,
 		rootcapublisher.Descriptor,
-		{Name: "kube-apiserver-serving-clustertrustbundle-publisher-controller", FeatureGates: []featuregate.Feature{features.ClusterTrustBundle}},
+		ctbpublisher.Descriptor,
 		ephemeralvolume.Descriptor,
 		{Name: "storageversion-garbage-collector-controller", Aliases: []string{"storage-version-gc"},
 			FeatureGates: []featuregate.Feature{features.APIServerIdentity, features.StorageVersionAPI}},
