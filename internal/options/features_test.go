@@ -23,7 +23,9 @@ func TestFeatureGateErrorsAreUpstreams(t *testing.T) {
 		{[]string{"--feature-gates=SeparateTaintEvictionController"}, "missing bool value for SeparateTaintEvictionController", false},
 		{[]string{"--feature-gates=other:A=true"}, "component not registered: other", false},
 		{[]string{"--feature-gates=SeparateTaintEvictionController=false"}, "cannot set feature gate SeparateTaintEvictionController to false, feature is locked to true", false},
-		{[]string{"--feature-gates=A=true", "--feature-gates=kube:B=true"}, "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use", false},
+		// Known gates: upstream walks the prefixes in map order, so with unknown ones either
+		// error may come first.
+		{[]string{"--feature-gates=GenericWorkload=true", "--feature-gates=kube:StatefulSetSemanticRevisionComparison=true"}, "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use", false},
 		{[]string{"--feature-gates=AllAlpha=true"}, "[PodGroupPreemptionPolicy is enabled, but depends on features that are disabled: [GenericWorkload], CompositePodGroup is enabled, but depends on features that are disabled: [GenericWorkload], WorkloadWithJob is enabled, but depends on features that are disabled: [GenericWorkload], TopologyAwareWorkloadScheduling is enabled, but depends on features that are disabled: [GenericWorkload]]", true},
 		{[]string{"--emulated-version=1.30"}, "[emulation version 1.30 is not between [1.34, 1.37.0], minCompatibilityVersion version 1.34 is not between [1.34, 1.30]]", false},
 	}
