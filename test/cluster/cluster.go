@@ -3,6 +3,9 @@
 // Package cluster starts a local cluster on loopback for whole-cluster runs (the benchmark):
 // etcd and kube-apiserver through envtest, with the API server's default admission plugins,
 // kube-scheduler, and KWOK playing the kubelet of fake nodes that heartbeat through Leases.
+// The API server authenticates and authorizes as kubeadm's (configureKubeadmAuth): client
+// certificates of the cluster signing CA, bootstrap tokens, the Node authorizer and
+// NodeRestriction, so that a node can join as with `kubeadm join`.
 // The controller manager under test is started by the caller with StartProcess, so the same
 // cluster can be driven by kcm or by upstream's kube-controller-manager; KubeadmArgs is the
 // command line kubeadm gives it, with the files and the identity (ControllerManagerKubeconfig)
@@ -110,6 +113,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	apiserver := c.env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = apiLog, apiLog
 	apiserver.Configure().Set("service-cluster-ip-range", ServiceClusterIPRange)
+	if err := c.configureKubeadmAuth(apiserver); err != nil {
+		return err
+	}
 	if opts.Audit {
 		policy := filepath.Join(c.Dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {

@@ -32,11 +32,11 @@ type PKI struct {
 	// --root-ca-file): what pods trust, published as kube-root-ca.crt.
 	CA string
 	// ClientCA is the CA the API server verifies client certificates with (kubeadm's ca.crt
-	// as --client-ca-file).
+	// as --client-ca-file): SigningCert, as on a kubeadm cluster.
 	ClientCA string
-	// SigningCert and SigningKey are a CA for --cluster-signing-cert-file/-key-file. kubeadm
-	// signs with its ca.key; envtest keeps its client CA's key in memory, so this is a CA of
-	// its own, which the API server does not trust for client certificates.
+	// SigningCert and SigningKey are the CA for --cluster-signing-cert-file/-key-file, which
+	// the API server trusts for client certificates (signingCAAuthn), as kubeadm's ca.crt and
+	// ca.key: a kubelet client certificate a controller manager signs authenticates.
 	SigningCert, SigningKey string
 	// FrontProxyCA is kubeadm's front-proxy-ca.crt (--requestheader-client-ca-file); this
 	// cluster has no front proxy, so nothing presents a certificate it signed.
@@ -44,6 +44,29 @@ type PKI struct {
 	// ServiceAccountKey is the key the API server trusts for service account tokens (kubeadm's
 	// sa.key), so that legacy tokens signed with it authenticate.
 	ServiceAccountKey string
+}
+
+// configureKubeadmAuth makes the API server authenticate as kubeadm's does: client
+// certificates signed by the cluster signing CA (written now, before the API server starts),
+// bootstrap tokens (--enable-bootstrap-token-auth), and kubeadm's --authorization-mode=Node,RBAC
+// with the NodeRestriction admission plugin, so that a node whose kubelet joined with a
+// bootstrap token can register itself.
+func (c *Cluster) configureKubeadmAuth(apiserver *envtest.APIServer) error {
+	dir := filepath.Join(c.Dir, "pki")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if c.PKI.SigningCert, c.PKI.SigningKey, err = writeCA(dir, "cluster-signing-ca"); err != nil {
+		return err
+	}
+	c.PKI.ClientCA = c.PKI.SigningCert
+	if apiserver.SecureServing.Authn, err = newSigningCAAuthn(c.PKI.SigningCert, c.PKI.SigningKey); err != nil {
+		return err
+	}
+	apiserver.Configure().Set("enable-bootstrap-token-auth", "true").
+		Set("authorization-mode", "Node,RBAC").Set("enable-admission-plugins", "NodeRestriction")
+	return nil
 }
 
 // writeKubeadmFiles writes PKI and controller-manager.conf (a kubeconfig for
@@ -54,26 +77,17 @@ func (c *Cluster) writeKubeadmFiles() error {
 		return err
 	}
 	certDir := c.env.ControlPlane.GetAPIServer().CertDir
-	c.PKI = PKI{
-		CA:                filepath.Join(dir, "ca.crt"),
-		ClientCA:          filepath.Join(dir, "client-ca.crt"),
-		ServiceAccountKey: filepath.Join(dir, "sa.key"),
-	}
+	c.PKI.CA = filepath.Join(dir, "ca.crt")
+	c.PKI.ServiceAccountKey = filepath.Join(dir, "sa.key")
 	if err := os.WriteFile(c.PKI.CA, c.Config.CAData, 0o644); err != nil {
 		return err
 	}
-	// envtest's names for the API server's --client-ca-file and --service-account-signing-key-file.
-	for src, dst := range map[string]string{"client-cert-auth-ca.crt": c.PKI.ClientCA, "sa-signer.key": c.PKI.ServiceAccountKey} {
-		data, err := os.ReadFile(filepath.Join(certDir, src))
-		if err != nil {
-			return fmt.Errorf("reading the API server's %s: %w", src, err)
-		}
-		if err := os.WriteFile(dst, data, 0o600); err != nil {
-			return err
-		}
+	// envtest's name for the API server's --service-account-signing-key-file.
+	data, err := os.ReadFile(filepath.Join(certDir, "sa-signer.key"))
+	if err != nil {
+		return fmt.Errorf("reading the API server's sa-signer.key: %w", err)
 	}
-	var err error
-	if c.PKI.SigningCert, c.PKI.SigningKey, err = writeCA(dir, "cluster-signing-ca"); err != nil {
+	if err := os.WriteFile(c.PKI.ServiceAccountKey, data, 0o600); err != nil {
 		return err
 	}
 	if c.PKI.FrontProxyCA, _, err = writeCA(dir, "front-proxy-ca"); err != nil {

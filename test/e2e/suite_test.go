@@ -1,13 +1,15 @@
 //go:build e2e && linux
 
 // Package e2e_test runs whole-cluster specs against a local cluster on loopback (test/cluster:
-// etcd and kube-apiserver through envtest, with the API server's default admission plugins,
-// kube-scheduler, KWOK playing the kubelet of three fake nodes) and the kcm binary built from
-// this tree as a separate process, started as kubeadm's static pod starts
-// kube-controller-manager: its full argument list, and the identity of kubeadm's
-// controller-manager.conf (the user system:kube-controller-manager, by client certificate)
-// with --use-service-account-credentials, not an administrator's. Specs use only the public
-// API (a client, or kubectl), as a user would; after them, kcm's log must hold no Forbidden.
+// etcd and kube-apiserver through envtest, with the API server's default admission plugins and
+// kubeadm's authentication and authorization (bootstrap tokens, client certificates of the
+// cluster signing CA, Node,RBAC, NodeRestriction), kube-scheduler, KWOK playing the kubelet of
+// three fake nodes) and the kcm binary built from this tree as a separate process, started as
+// kubeadm's static pod starts kube-controller-manager: its full argument list, and the
+// identity of kubeadm's controller-manager.conf (the user system:kube-controller-manager, by
+// client certificate) with --use-service-account-credentials, not an administrator's. Specs
+// use only the public API (a client, or kubectl), as a user would; after them, kcm's log must
+// hold no request refused as forbidden.
 //
 // Run it with `make e2e`; it is behind the `e2e` build tag so that `go test ./...` skips it.
 // Every component writes its log under bin/e2e-logs/<timestamp>/, which failures name.
