@@ -27,6 +27,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/namespace"
 	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
+	"github.com/kcm/kcm/internal/controller/podcertificaterequestcleaner"
 	"github.com/kcm/kcm/internal/controller/podgc"
 	"github.com/kcm/kcm/internal/controller/pvbinder"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
@@ -75,7 +76,7 @@ func Registry() []setup.Descriptor {
 		csrsigning.Descriptor,
 		csrapproving.Descriptor,
 		csrcleaner.Descriptor,
-		{Name: "podcertificaterequest-cleaner-controller", FeatureGates: []featuregate.Feature{features.PodCertificateRequest}},
+		podcertificaterequestcleaner.Descriptor,
 		ttl.Descriptor,
 		bootstrapsigner.Descriptor,
 		tokencleaner.Descriptor,
