@@ -42,7 +42,9 @@ func Setup(ctx *setup.Context) error {
 	}
 	if !served {
 		// Upstream also publishes through certificates.k8s.io/v1beta1 or v1alpha1 on an API
-		// server serving only those; kcm targets v1.37 API servers, where v1 is GA.
+		// server serving only those. The skew policy puts kcm (v1.37) only before API servers
+		// of v1.37 or newer, which serve v1 whenever they serve ClusterTrustBundles at all,
+		// unless v1 alone was turned off with --runtime-config.
 		logger.Info("The API server does not serve certificates.k8s.io/v1 clustertrustbundles; not starting")
 		return nil
 	}
