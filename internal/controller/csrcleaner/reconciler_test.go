@@ -83,17 +83,17 @@ func touch(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) s
 // sync at keep ended before).
 func keptThenDeleted(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, keep, remove time.Duration) {
 	GinkgoHelper()
-	clk.set(keep)
-	DeferCleanup(func() { clk.set(0) })
+	clk.Set(keep)
+	DeferCleanup(func() { clk.Set(0) })
 	kept := touch(ctx, csr)
-	Eventually(func() string { return rec.lastRead(csr.Name) }).Should(Equal(kept))
+	Eventually(func() string { return rec.LastRead(csr.Name) }).Should(Equal(kept))
 
-	clk.set(remove)
+	clk.Set(remove)
 	removed := touch(ctx, csr)
 	Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(csr), &certificatesv1.CertificateSigningRequest{})
 	}).Should(Satisfy(apierrors.IsNotFound))
-	Expect(rec.deletions(csr.Name)).To(Equal([]string{removed}))
+	Expect(rec.Deletions(csr.Name)).To(Equal([]string{removed}))
 }
 
 var _ = Describe("certificatesigningrequest-cleaner-controller", func() {
@@ -120,7 +120,7 @@ var _ = Describe("certificatesigningrequest-cleaner-controller", func() {
 		decide(ctx, csr, certificatesv1.CertificateApproved, time.Now())
 		issue(ctx, csr, time.Now().Add(2*time.Second))
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(csr), csr)).To(Succeed())
-		Eventually(func() string { return rec.lastRead(csr.Name) }).Should(Equal(csr.ResourceVersion))
+		Eventually(func() string { return rec.LastRead(csr.Name) }).Should(Equal(csr.ResourceVersion))
 		Eventually(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(csr), &certificatesv1.CertificateSigningRequest{})
 		}).Should(Satisfy(apierrors.IsNotFound))

@@ -61,29 +61,29 @@ func gone(ctx context.Context, pcr *certificatesv1.PodCertificateRequest) func()
 }
 
 var _ = Describe("podcertificaterequest-cleaner-controller", func() {
-	AfterEach(func() { clk.set(0) })
+	AfterEach(func() { clk.Set(0) })
 
 	It("keeps a request younger than 15 minutes and deletes it after", func(ctx SpecContext) {
 		pcr := newPCR(ctx)
 		// Judged at 14 minutes (the sync's read is the witness) ...
-		clk.set(14 * time.Minute)
+		clk.Set(14 * time.Minute)
 		kept := touch(ctx, pcr)
-		Eventually(func() string { return rec.lastRead(pcr.Name) }).Should(Equal(kept))
+		Eventually(func() string { return rec.LastRead(pcr.Name) }).Should(Equal(kept))
 
 		// ... and at 16: a request's syncs never overlap, so the only deletion being of the
 		// version judged at 16 means the request was kept at 14.
-		clk.set(16 * time.Minute)
+		clk.Set(16 * time.Minute)
 		removed := touch(ctx, pcr)
 		Eventually(gone(ctx, pcr)).Should(Satisfy(apierrors.IsNotFound))
-		Expect(rec.deletions(pcr.Name)).To(Equal([]string{removed}))
+		Expect(rec.Deletions(pcr.Name)).To(Equal([]string{removed}))
 	})
 
 	It("comes back at the threshold by itself", func(ctx SpecContext) {
 		pcr := newPCR(ctx)
-		clk.set(15*time.Minute - 2*time.Second)
+		clk.Set(15*time.Minute - 2*time.Second)
 		kept := touch(ctx, pcr)
-		Eventually(func() string { return rec.lastRead(pcr.Name) }).Should(Equal(kept))
+		Eventually(func() string { return rec.LastRead(pcr.Name) }).Should(Equal(kept))
 		Eventually(gone(ctx, pcr)).Should(Satisfy(apierrors.IsNotFound))
-		Expect(rec.deletions(pcr.Name)).To(Equal([]string{kept}))
+		Expect(rec.Deletions(pcr.Name)).To(Equal([]string{kept}))
 	})
 })
