@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("root-ca-certificate-publisher-controller", func() {
@@ -66,14 +67,14 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 		var cm *corev1.ConfigMap
 		Eventually(func(g Gomega) { cm = published(g, ns) }).Should(Succeed())
 		// The API server refuses the controller's create.
-		lift := denyCreates(ctx, ns, "configmaps", func() error {
+		lift := env.DenyCreates(ctx, ns, "configmaps", func() error {
 			return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}})
 		})
-		failures := reconcileErrors(rootcapublisher.ControllerName)()
+		failures := testenv.ReconcileErrors(rootcapublisher.ControllerName)()
 		Expect(env.Client.Delete(ctx, cm)).To(Succeed())
 
 		By("the create failing: the sync returns the error and is retried")
-		Eventually(reconcileErrors(rootcapublisher.ControllerName)).Should(BeNumerically(">", failures))
+		Eventually(testenv.ReconcileErrors(rootcapublisher.ControllerName)).Should(BeNumerically(">", failures))
 
 		By("the policy lifted: the retry creates it")
 		lift()

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("serviceaccount-controller", func() {
@@ -76,14 +77,14 @@ var _ = Describe("serviceaccount-controller", func() {
 		ns := env.Namespace(ctx, "sa")
 		Eventually(func() error { return env.Client.Get(ctx, defaultSA(ns), &corev1.ServiceAccount{}) }).Should(Succeed())
 		// The API server refuses the controller's create.
-		lift := denyCreates(ctx, ns, "serviceaccounts", func() error {
+		lift := env.DenyCreates(ctx, ns, "serviceaccounts", func() error {
 			return env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}})
 		})
-		failures := reconcileErrors(serviceaccount.ControllerName)()
+		failures := testenv.ReconcileErrors(serviceaccount.ControllerName)()
 		deleteDefault(ns)
 
 		By("the create failing: the sync returns the error and is retried")
-		Eventually(reconcileErrors(serviceaccount.ControllerName)).Should(BeNumerically(">", failures))
+		Eventually(testenv.ReconcileErrors(serviceaccount.ControllerName)).Should(BeNumerically(">", failures))
 		Expect(absent(defaultSA(ns))()).To(BeTrue())
 
 		By("the policy lifted: the retry creates it")

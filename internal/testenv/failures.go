@@ -1,4 +1,4 @@
-package rootcapublisher_test
+package testenv
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// reconcileErrors reads controller-runtime's reconcile error count of the named controller
+// ReconcileErrors reads controller-runtime's reconcile error count of the named controller
 // from the manager running in this process: the witness that a sync failed.
-func reconcileErrors(controller string) func() float64 {
+func ReconcileErrors(controller string) func() float64 {
 	return func() float64 {
 		families, err := metrics.Registry.Gather()
 		if err != nil {
@@ -36,10 +36,11 @@ func reconcileErrors(controller string) func() float64 {
 	}
 }
 
-// denyCreates makes the API server refuse every create of resource (core group) in the
-// namespace, by a ValidatingAdmissionPolicy, until the returned function lifts it. probe
-// creates one such object; the policy is in force once the probe is refused.
-func denyCreates(ctx context.Context, ns, resource string, probe func() error) (lift func()) {
+// DenyCreates makes the API server refuse every create of resource (core group) in the
+// namespace, by a ValidatingAdmissionPolicy, until the returned function lifts it: how a
+// spec makes a controller's writes fail. probe creates one such object; the policy is in
+// force once the probe is refused.
+func (e *Env) DenyCreates(ctx context.Context, ns, resource string, probe func() error) (lift func()) {
 	GinkgoHelper()
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "deny-" + resource + "-" + ns},
@@ -64,12 +65,12 @@ func denyCreates(ctx context.Context, ns, resource string, probe func() error) (
 			}},
 		},
 	}
-	Expect(env.Client.Create(ctx, policy)).To(Succeed())
-	Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	Expect(e.Client.Create(ctx, policy)).To(Succeed())
+	Expect(e.Client.Create(ctx, binding)).To(Succeed())
 	Eventually(probe).Should(MatchError(ContainSubstring("denied by the test")), "the API server enforces the policy")
 	return func() {
 		GinkgoHelper()
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, binding))).To(Succeed())
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, policy))).To(Succeed())
+		Expect(client.IgnoreNotFound(e.Client.Delete(ctx, binding))).To(Succeed())
+		Expect(client.IgnoreNotFound(e.Client.Delete(ctx, policy))).To(Succeed())
 	}
 }
