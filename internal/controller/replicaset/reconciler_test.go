@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -112,10 +113,16 @@ var _ = Describe("replicaset-controller", func() {
 		Expect(env.Client.Create(ctx, rs)).To(Succeed())
 		Eventually(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(1)) }).Should(Succeed())
 
-		sc := &autoscalingv1.Scale{}
-		Expect(env.Client.SubResource("scale").Get(ctx, rs, sc)).To(Succeed())
-		sc.Spec.Replicas = 3
-		Expect(env.Client.SubResource("scale").Update(ctx, rs, client.WithSubResourceBody(sc))).To(Succeed())
+		// The Scale carries the ReplicaSet's resourceVersion, which the controller's status
+		// writes move: a conflict is retried with a fresh read, as kubectl scale does.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sc := &autoscalingv1.Scale{}
+			if err := env.Client.SubResource("scale").Get(ctx, rs, sc); err != nil {
+				return err
+			}
+			sc.Spec.Replicas = 3
+			return env.Client.SubResource("scale").Update(ctx, rs, client.WithSubResourceBody(sc))
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(pods(ctx, g, ns)).To(HaveLen(3))
 			got := &autoscalingv1.Scale{}
