@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/rest"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,36 +31,22 @@ var Descriptor = setup.Descriptor{
 const workers = 1
 
 // Setup runs bootstrap-signer-controller. It reads from a cache of its own holding only
-// kube-public/cluster-info and kube-system's bootstrap token Secrets: the shared cache holds
-// only kube-root-ca.crt ConfigMaps and service account token Secrets (other controllers'
-// restrictions), and widening those would cache every ConfigMap or Secret of the cluster.
-// That cache reads with kcm's own identity, as upstream's shared informers do; the update
-// goes through the controller's own connection.
+// kube-public/cluster-info and kube-system's bootstrap token Secrets, which the shared
+// cache's restrictions (kube-root-ca.crt ConfigMaps, service account token Secrets) leave
+// out; the update goes through the controller's own connection.
 func Setup(ctx *setup.Context) error {
-	narrow, err := cache.New(rest.CopyConfig(ctx.Config), cache.Options{
-		Scheme: ctx.Manager.GetScheme(),
-		Mapper: ctx.Manager.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
-				metav1.NamespacePublic: {FieldSelector: fields.OneTermEqualSelector("metadata.name", bootstrapapi.ConfigMapClusterInfo)},
-			}},
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{
-				metav1.NamespaceSystem: {FieldSelector: fields.OneTermEqualSelector("type", string(bootstrapapi.SecretTypeBootstrapToken))},
-			}},
-		},
-		ReaderFailOnMissingInformer: true,
+	narrow, err := ctx.OwnCache(map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
+			metav1.NamespacePublic: {FieldSelector: fields.OneTermEqualSelector("metadata.name", bootstrapapi.ConfigMapClusterInfo)},
+		}},
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
+			metav1.NamespaceSystem: {FieldSelector: fields.OneTermEqualSelector("type", string(bootstrapapi.SecretTypeBootstrapToken))},
+		}},
 	})
 	if err != nil {
 		return err
 	}
-	if err := ctx.Manager.Add(narrow); err != nil {
-		return err
-	}
-	cfg, err := ctx.RESTConfig()
-	if err != nil {
-		return err
-	}
-	writer, err := ctx.NewClient(cfg, false)
+	writer, err := ctx.Client()
 	if err != nil {
 		return err
 	}
