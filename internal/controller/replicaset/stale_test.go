@@ -134,18 +134,38 @@ func restartAPIServer(ctx context.Context, e *testenv.Env) {
 	}).Should(BeTrue(), "kube-apiserver did not stop")
 	logf, err := os.Create(filepath.Join(GinkgoT().TempDir(), "kube-apiserver.log"))
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	Expect(cmd.Start()).To(Succeed())
+	var cmd *exec.Cmd
+	exited := make(chan struct{})
+	start := func() {
+		cmd = exec.Command(args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		Expect(cmd.Start()).To(Succeed())
+		exited = make(chan struct{})
+		go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(cmd, exited)
+	}
+	start()
 	DeferCleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		<-exited
 		_ = logf.Close()
 	})
-	// Generous: on a loaded machine a kube-apiserver takes tens of seconds to start.
+	// The old port may be taken for a moment: a client retrying a connection to a port in the
+	// ephemeral range with nobody listening can be given that very port as its own source and
+	// connect to itself (a TCP self-connect), so the new kube-apiserver exits with "address
+	// already in use" until the client drops it. Start it again then. Generous timeout: on a
+	// loaded machine a kube-apiserver takes tens of seconds to start.
 	Eventually(func() error {
+		select {
+		case <-exited:
+			start()
+			return fmt.Errorf("kube-apiserver exited; started again")
+		default:
+		}
 		return e.Client.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
-	}).WithTimeout(2*time.Minute).Should(Succeed(), "kube-apiserver did not start again")
+	}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
+		out, _ := os.ReadFile(logf.Name())
+		return fmt.Sprintf("kube-apiserver did not start again; its log ends:\n%s", out[max(0, len(out)-4000):])
+	})
 }
 
 // apiServerProcess finds the kube-apiserver serving on port, and its command line.
