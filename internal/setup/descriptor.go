@@ -9,6 +9,8 @@
 package setup
 
 import (
+	"errors"
+
 	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,13 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 )
+
+// ErrSkipped is what a Setup returns when, as upstream's constructor for that controller
+// does, it decides from its flags or the cluster not to run (node-ipam without
+// --allocate-node-cidrs, csr-signing without signing files, ...): it is logged by the
+// Setup, is not an error, and the controller is neither named among those set up nor given
+// a /healthz check, as upstream.
+var ErrSkipped = errors.New("controller skipped")
 
 // Descriptor is one upstream controller as kcm knows it.
 type Descriptor struct {

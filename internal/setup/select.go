@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -115,13 +116,17 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 		if !d.Built() {
 			continue
 		}
-		if err := d.Setup(ctx.For(d)); err != nil {
-			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
-		}
-		started = append(started, d.Name)
+		// A skipped controller has still acted on its flags: they decided that it does not run.
 		for _, f := range d.FlagNames() {
 			actedOn[f] = true
 		}
+		switch err := d.Setup(ctx.For(d)); {
+		case errors.Is(err, ErrSkipped):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
+		}
+		started = append(started, d.Name)
 	}
 	if err := ctx.unapplied(); err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func Setup(ctx *setup.Context) error {
 	}
 	if len(rootCA) == 0 {
 		logger.Info("No CA to publish: no --root-ca-file, and the kubeconfig names no certificate authority; not starting")
-		return nil
+		return setup.ErrSkipped
 	}
 	served, err := servesClusterTrustBundles(ctx.Manager.GetRESTMapper())
 	if err != nil {
@@ -46,7 +46,7 @@ func Setup(ctx *setup.Context) error {
 		// of v1.37 or newer, which serve v1 whenever they serve ClusterTrustBundles at all,
 		// unless v1 alone was turned off with --runtime-config.
 		logger.Info("The API server does not serve certificates.k8s.io/v1 clustertrustbundles; not starting")
-		return nil
+		return setup.ErrSkipped
 	}
 	cl, err := ctx.Client()
 	if err != nil {

@@ -46,12 +46,12 @@ func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentGCSyncs)
 	if !enabled {
 		logger.Info("Garbage collector disabled by --enable-garbage-collector=false")
-		return nil
+		return setup.ErrSkipped
 	}
 	if workers < 1 {
 		// Upstream starts no worker then: nothing is ever collected.
 		logger.Info("Garbage collector not started: no workers", "concurrent-gc-syncs", workers)
-		return nil
+		return setup.ErrSkipped
 	}
 	cfg, err := ctx.ScaledRESTConfig(2, 1)
 	if err != nil {

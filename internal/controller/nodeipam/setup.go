@@ -56,7 +56,7 @@ func Setup(ctx *setup.Context) error {
 	if !ctx.Bool(options.AllocateNodeCIDRs) {
 		// Upstream's constructor returns no controller: it is skipped.
 		logger.Info("Warning: skipping controller", "controller", ControllerName)
-		return nil
+		return setup.ErrSkipped
 	}
 	cfg, err := parseFlags(f, logger)
 	if err != nil {

@@ -52,11 +52,11 @@ func Setup(ctx *setup.Context) error {
 	ca, caErr := ctx.RootCA()
 	if keyFile == "" {
 		logger.Info("Controller is disabled because there is no private key")
-		return nil
+		return setup.ErrSkipped
 	}
 	if workers < 1 {
 		logger.Info("Controller not started: no workers", "concurrent-serviceaccount-token-syncs", workers)
-		return nil
+		return setup.ErrSkipped
 	}
 	gen, err := NewGeneratorFromFile(keyFile)
 	if err != nil {
