@@ -7,6 +7,7 @@ package controller
 import (
 	"k8s.io/component-base/featuregate"
 
+	"github.com/kcm/kcm/internal/controller/attachdetach"
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/cronjob"
@@ -42,7 +43,6 @@ import (
 	"github.com/kcm/kcm/internal/controller/tokencleaner"
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
-	"github.com/kcm/kcm/internal/controller/vacprotection"
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -84,12 +84,12 @@ func Registry() []setup.Descriptor {
 		nodeipam.Descriptor,
 		nodelifecycle.Descriptor,
 		pvbinder.Descriptor,
-		{Name: "persistentvolume-attach-detach-controller", Aliases: []string{"attachdetach"}},
+		attachdetach.Descriptor,
 		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
 		clusterroleaggregation.Descriptor,
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
-		vacprotection.Descriptor,
+		{Name: "volumeattributesclass-protection-controller", FeatureGates: []featuregate.Feature{features.VolumeAttributesClass}},
 		ttlafterfinished.Descriptor,
 		rootcapublisher.Descriptor,
 		ctbpublisher.Descriptor,
