@@ -22,6 +22,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/endpointslice"
 	"github.com/kcm/kcm/internal/controller/endpointslicemirroring"
 	"github.com/kcm/kcm/internal/controller/ephemeralvolume"
+	"github.com/kcm/kcm/internal/controller/expand"
 	"github.com/kcm/kcm/internal/controller/garbagecollector"
 	"github.com/kcm/kcm/internal/controller/job"
 	"github.com/kcm/kcm/internal/controller/legacytokencleaner"
@@ -85,7 +86,7 @@ func Registry() []setup.Descriptor {
 		nodelifecycle.Descriptor,
 		pvbinder.Descriptor,
 		attachdetach.Descriptor,
-		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}},
+		expand.Descriptor,
 		clusterroleaggregation.Descriptor,
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
