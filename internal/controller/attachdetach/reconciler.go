@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 const (
@@ -85,15 +86,18 @@ type Reconciler struct {
 	// detachRequested: per node, when each unneeded volume was first seen unneeded.
 	detachRequested map[string]map[corev1.UniqueVolumeName]time.Time
 	// reported: per node, the volumes whose multi-attach error was reported (once, as
-	// upstream), and the attachment failures reported (by VolumeAttachment and message).
+	// upstream), and the attachment failures reported (by VolumeAttachment: the error).
 	multiAttachReported map[string]map[corev1.UniqueVolumeName]bool
-	failureReported     map[string]string
+	failureReported     map[string]map[string]string
 	// creating: volumes that may be attached to one node only, by the node a
 	// VolumeAttachment was just created for, until the cache shows it: another node's
 	// reconcile would not see it yet and attach the volume twice.
 	creating map[corev1.UniqueVolumeName]string
 	// stats are the node's volume counts for upstream's metrics.
 	stats map[string]nodeStats
+	// written is the last status written of each node: a sync that runs before the cache
+	// delivers it would report the volume attached again (and its Event twice).
+	written staleness.Writes[*corev1.Node]
 }
 
 // The controller reads pods, claims, volumes, CSIDrivers, nodes and VolumeAttachments from
@@ -116,6 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		exists = false
+	} else {
+		node = r.written.Current(node)
 	}
 	_, managed := node.Annotations[ManagedAnnotation]
 	wanted, inUse, err := r.wantedVolumes(ctx, nodeName, exists && !managed)
@@ -375,8 +381,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, node *corev1.Node, attache
 	orig := node.DeepCopy()
 	node.Status.VolumesAttached = attached
 	if err := r.Client.Status().Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+		r.written.Forget(client.ObjectKeyFromObject(node))
 		return client.IgnoreNotFound(err)
 	}
+	r.written.Wrote(orig.ResourceVersion, node)
 	return nil
 }
 
@@ -476,6 +484,17 @@ func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueV
 			delete(r.multiAttachReported[nodeName], name)
 		}
 	}
+	if len(r.multiAttachReported[nodeName]) == 0 {
+		delete(r.multiAttachReported, nodeName)
+	}
+	for va := range r.failureReported[nodeName] {
+		if !slices.ContainsFunc(attachments, func(a attachment) bool { return a.Name == va && !a.Attached }) {
+			delete(r.failureReported[nodeName], va)
+		}
+	}
+	if len(r.failureReported[nodeName]) == 0 {
+		delete(r.failureReported, nodeName)
+	}
 	s := nodeStats{inUse: inUse, desired: map[string]int{}, actual: map[string]int{}}
 	for _, w := range wanted {
 		s.desired[pluginLabel(w.Driver)]++
@@ -521,10 +540,13 @@ func (r *Reconciler) report(nodeName string, p plan) {
 		if e := f.Attachment.AttachError; e != nil {
 			key += "@" + e.Time.String()
 		}
-		if r.failureReported[f.Attachment.Name] == key {
+		if r.failureReported[nodeName][f.Attachment.Name] == key {
 			continue
 		}
-		r.failureReported[f.Attachment.Name] = key
+		if r.failureReported[nodeName] == nil {
+			r.failureReported[nodeName] = map[string]string{}
+		}
+		r.failureReported[nodeName][f.Attachment.Name] = key
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q : %s", f.SpecName, f.Message)
 		for _, pod := range f.Pods {
 			r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedAttachVolume, eventAction, "%s", msg)

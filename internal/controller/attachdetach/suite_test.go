@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,6 +173,27 @@ func setInUse(ctx context.Context, node string, names ...corev1.UniqueVolumeName
 	})).To(Succeed())
 }
 
+// forcedDetaches reads upstream's forced detach counter from the registry kcm's /metrics
+// serves.
+func forcedDetaches(reason string) float64 {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "attach_detach_controller_attachdetach_controller_forced_detaches" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // events are the pod's Events as "<type> <reason>: <message>".
 func events(ctx context.Context, p *corev1.Pod) func(g Gomega) []string {
 	return func(g Gomega) []string {
@@ -276,6 +298,25 @@ var _ = Describe("attach", func() {
 	})
 })
 
+var _ = Describe("attach failures", func() {
+	It("reports the external attacher's error on the pod", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "failed")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		pv := createVolume(ctx, ns, "c", csiSource(driver, ns+"-h"), corev1.ReadWriteOnce)
+		p := createPod(ctx, ns, "p", node, claimVolume("c"))
+		name := vaName(ns+"-h", driver, node)
+		Eventually(func(g Gomega) {
+			va := getVA(ctx, g, name)
+			va.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: "rpc error: code = Internal desc = no disk"}
+			g.Expect(env.Client.Status().Update(ctx, va)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(events(ctx, p)).Should(ContainElement(fmt.Sprintf(
+			"Warning FailedAttachVolume: AttachVolume.Attach failed for volume %q : rpc error: code = Internal desc = no disk", pv)))
+		Expect(nodeAttached(ctx, node)(Default)).To(BeEmpty())
+	})
+})
+
 var _ = Describe("detach", func() {
 	It("waits until the node no longer reports the volume in use, unreports it, then deletes the VolumeAttachment", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "detach")
@@ -299,6 +340,32 @@ var _ = Describe("detach", func() {
 			g.Expect(getVA(ctx, g, name).DeletionTimestamp).NotTo(BeNil())
 			g.Expect(nodeAttached(ctx, node)(g)).To(BeEmpty())
 		}).Should(Succeed())
+	})
+
+	It("detaches a mounted volume at once from an out-of-service node, counted as a forced detach", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "oos")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		createVolume(ctx, ns, "c", csiSource(driver, ns+"-h"), corev1.ReadWriteOnce)
+		p := createPod(ctx, ns, "p", node, claimVolume("c"))
+		name, vol := vaName(ns+"-h", driver, node), unique(driver, ns+"-h")
+		attachVA(ctx, name, false)
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(vol))
+		setInUse(ctx, node, vol)
+		before := forcedDetaches("out-of-service")
+
+		forceDelete(ctx, p)
+		Consistently(vaExists(ctx, name)).WithTimeout(time.Second).Should(BeTrue())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return err
+			}
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+			return env.Client.Update(ctx, n)
+		})).To(Succeed())
+		Eventually(vaExists(ctx, name)).Should(BeFalse())
+		Expect(forcedDetaches("out-of-service")).To(Equal(before + 1))
 	})
 
 	It("after a restart, keeps a volume the node still uses and one a pod needs, and detaches the first once unmounted", func(ctx SpecContext) {
