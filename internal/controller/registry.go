@@ -37,6 +37,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/replicaset"
 	"github.com/kcm/kcm/internal/controller/resourcequota"
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
+	"github.com/kcm/kcm/internal/controller/selinuxwarning"
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/controller/statefulset"
@@ -106,6 +107,6 @@ func Registry() []setup.Descriptor {
 		tainteviction.Descriptor,
 		{Name: "service-cidr-controller", FeatureGates: []featuregate.Feature{features.MultiCIDRServiceAllocator}},
 		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
-		{Name: "selinux-warning-controller", DisabledByDefault: true, FeatureGates: []featuregate.Feature{features.SELinuxChangePolicy}},
+		selinuxwarning.Descriptor,
 	}
 }
