@@ -89,6 +89,10 @@ type Reconciler struct {
 	// upstream), and the attachment failures reported (by VolumeAttachment: the error).
 	multiAttachReported map[string]map[corev1.UniqueVolumeName]bool
 	failureReported     map[string]map[string]string
+	// announced: per node, the volumes whose SuccessfulAttachVolume was recorded, while they
+	// stay attached: a node status rewritten without them (a node re-registering) has them
+	// reported again, as upstream does, but not announced twice.
+	announced map[string]map[corev1.UniqueVolumeName]bool
 	// creating: volumes that may be attached to one node only, by the node a
 	// VolumeAttachment was just created for, until the cache shows it: another node's
 	// reconcile would not see it yet and attach the volume twice.
@@ -495,6 +499,14 @@ func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueV
 	if len(r.failureReported[nodeName]) == 0 {
 		delete(r.failureReported, nodeName)
 	}
+	for name := range r.announced[nodeName] {
+		if !slices.ContainsFunc(attachments, func(a attachment) bool { return a.Volume == name && a.Attached && !a.Deleting }) {
+			delete(r.announced[nodeName], name)
+		}
+	}
+	if len(r.announced[nodeName]) == 0 {
+		delete(r.announced, nodeName)
+	}
 	s := nodeStats{inUse: inUse, desired: map[string]int{}, actual: map[string]int{}}
 	for _, w := range wanted {
 		s.desired[pluginLabel(w.Driver)]++
@@ -515,14 +527,21 @@ func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueV
 // reported attached, FailedAttachVolume for a multi-attach (once per volume and node) and for
 // an attach the external attacher failed or did not answer (once per error).
 func (r *Reconciler) report(nodeName string, p plan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, w := range p.Attached {
+		if r.announced[nodeName][w.UniqueName] {
+			continue
+		}
+		if r.announced[nodeName] == nil {
+			r.announced[nodeName] = map[corev1.UniqueVolumeName]bool{}
+		}
+		r.announced[nodeName][w.UniqueName] = true
 		msg := fmt.Sprintf("AttachVolume.Attach succeeded for volume %q ", w.SpecName)
 		for _, pod := range w.Pods {
 			r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonSuccessfulAttachVolume, eventAction, "%s", msg)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, w := range p.MultiAttach {
 		if r.multiAttachReported[nodeName][w.UniqueName] {
 			continue

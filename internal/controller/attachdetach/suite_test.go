@@ -194,6 +194,24 @@ func forcedDetaches(reason string) float64 {
 	return 0
 }
 
+// eventCount counts the pod's Events of the reason, repetitions included.
+func eventCount(ctx context.Context, p *corev1.Pod, reason string) func(g Gomega) int {
+	return func(g Gomega) int {
+		list := &corev1.EventList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(p.Namespace))).To(Succeed())
+		n := 0
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == p.Name && e.Reason == reason {
+				n += max(int(e.Count), 1)
+				if e.Series != nil {
+					n = max(n, int(e.Series.Count))
+				}
+			}
+		}
+		return n
+	}
+}
+
 // events are the pod's Events as "<type> <reason>: <message>".
 func events(ctx context.Context, p *corev1.Pod) func(g Gomega) []string {
 	return func(g Gomega) []string {
@@ -295,6 +313,31 @@ var _ = Describe("attach", func() {
 		forceDelete(ctx, first)
 		Eventually(vaExists(ctx, vaName(ns+"-h", driver, n1))).Should(BeFalse())
 		Eventually(vaExists(ctx, vaName(ns+"-h", driver, n2))).Should(BeTrue())
+	})
+})
+
+var _ = Describe("node status", func() {
+	It("reports an attached volume again when the node's status is rewritten without it, announcing it once", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "rewrite")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		createVolume(ctx, ns, "c", csiSource(driver, ns+"-h"), corev1.ReadWriteOnce)
+		p := createPod(ctx, ns, "p", node, claimVolume("c"))
+		attachVA(ctx, vaName(ns+"-h", driver, node), false)
+		vol := unique(driver, ns+"-h")
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(vol))
+		Eventually(eventCount(ctx, p, attachdetach.ReasonSuccessfulAttachVolume)).Should(Equal(1))
+
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return err
+			}
+			n.Status.VolumesAttached = nil
+			return env.Client.Status().Update(ctx, n)
+		})).To(Succeed())
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(vol))
+		Consistently(eventCount(ctx, p, attachdetach.ReasonSuccessfulAttachVolume)).WithTimeout(2 * time.Second).Should(Equal(1))
 	})
 })
 
