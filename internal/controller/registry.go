@@ -45,6 +45,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/tokencleaner"
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
+	"github.com/kcm/kcm/internal/controller/vacprotection"
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -91,7 +92,7 @@ func Registry() []setup.Descriptor {
 		clusterroleaggregation.Descriptor,
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
-		{Name: "volumeattributesclass-protection-controller", FeatureGates: []featuregate.Feature{features.VolumeAttributesClass}},
+		vacprotection.Descriptor,
 		ttlafterfinished.Descriptor,
 		rootcapublisher.Descriptor,
 		ctbpublisher.Descriptor,
