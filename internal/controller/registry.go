@@ -40,6 +40,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/selinuxwarning"
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
+	"github.com/kcm/kcm/internal/controller/servicecidr"
 	"github.com/kcm/kcm/internal/controller/statefulset"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
 	"github.com/kcm/kcm/internal/controller/tokencleaner"
@@ -106,7 +107,7 @@ func Registry() []setup.Descriptor {
 		{Name: "validatingadmissionpolicy-status-controller",
 			Flags: []options.Flag{options.ConcurrentValidatingAdmissionPolicyStatusSyncs}},
 		tainteviction.Descriptor,
-		{Name: "service-cidr-controller", FeatureGates: []featuregate.Feature{features.MultiCIDRServiceAllocator}},
+		servicecidr.Descriptor,
 		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
 		selinuxwarning.Descriptor,
 	}
