@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The decision for one node: what its pods need (desired) against its VolumeAttachments and
@@ -48,6 +49,7 @@ type elsewhere struct {
 // attachment is one of the node's VolumeAttachments, its volume known.
 type attachment struct {
 	Name     string
+	UID      types.UID
 	Volume   corev1.UniqueVolumeName
 	Attached bool
 	Deleting bool

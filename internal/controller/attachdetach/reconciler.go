@@ -97,6 +97,9 @@ type Reconciler struct {
 	// VolumeAttachment was just created for, until the cache shows it: another node's
 	// reconcile would not see it yet and attach the volume twice.
 	creating map[corev1.UniqueVolumeName]string
+	// deleted: per node, the VolumeAttachments deleted (by UID) that the cache does not yet
+	// show deleted.
+	deleted map[string]map[string]types.UID
 	// stats are the node's volume counts for upstream's metrics.
 	stats map[string]nodeStats
 	// written is the last status written of each node: a sync that runs before the cache
@@ -323,8 +326,18 @@ func (r *Reconciler) attachments(ctx context.Context, nodeName string, wanted ma
 	}
 	view := cached{ctx: ctx, c: r.Client}
 	var out []attachment
+	r.mu.Lock()
+	deleted := r.deleted[nodeName]
+	delete(r.deleted, nodeName)
+	r.mu.Unlock()
+	stillDeleted := map[string]types.UID{}
 	for i := range vas.Items {
 		va := &vas.Items[i]
+		// Deleted by an earlier sync, which the cache does not show yet: not detached twice.
+		ourDelete := va.DeletionTimestamp == nil && deleted[va.Name] == va.UID
+		if ourDelete {
+			stillDeleted[va.Name] = va.UID
+		}
 		name, ok := known[va.Name]
 		if !ok {
 			if name, ok = sourceVolume(view, va); !ok {
@@ -332,9 +345,14 @@ func (r *Reconciler) attachments(ctx context.Context, nodeName string, wanted ma
 				continue
 			}
 		}
-		a := attachment{Name: va.Name, Volume: name, Attached: va.Status.Attached,
-			Deleting: va.DeletionTimestamp != nil, Created: va.CreationTimestamp.Time, AttachError: va.Status.AttachError}
+		a := attachment{Name: va.Name, UID: va.UID, Volume: name, Attached: va.Status.Attached,
+			Deleting: va.DeletionTimestamp != nil || ourDelete, Created: va.CreationTimestamp.Time, AttachError: va.Status.AttachError}
 		out = append(out, a)
+	}
+	if len(stillDeleted) > 0 {
+		r.mu.Lock()
+		r.deleted[nodeName] = stillDeleted
+		r.mu.Unlock()
 	}
 	return out, nil
 }
@@ -408,9 +426,19 @@ func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) erro
 		}
 	}
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: d.Name}}
-	if err := r.Client.Delete(ctx, va); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Delete(ctx, va, client.Preconditions{UID: &d.UID}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// Gone, or another object of that name: nothing of ours left to detach.
+			return nil
+		}
 		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Name, err)
 	}
+	r.mu.Lock()
+	if r.deleted[nodeName] == nil {
+		r.deleted[nodeName] = map[string]types.UID{}
+	}
+	r.deleted[nodeName][d.Name] = d.UID
+	r.mu.Unlock()
 	logger := log.FromContext(ctx)
 	if d.Forced != "" {
 		forcedDetaches.WithLabelValues(d.Forced).Inc()

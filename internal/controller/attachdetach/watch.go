@@ -75,6 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.detachRequested = map[string]map[corev1.UniqueVolumeName]time.Time{}
 	r.multiAttachReported = map[string]map[corev1.UniqueVolumeName]bool{}
 	r.failureReported = map[string]map[string]string{}
+	r.deleted = map[string]map[string]types.UID{}
 	r.announced = map[string]map[corev1.UniqueVolumeName]bool{}
 	r.creating = map[corev1.UniqueVolumeName]string{}
 	r.stats = map[string]nodeStats{}
