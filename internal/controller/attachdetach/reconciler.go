@@ -93,10 +93,10 @@ type Reconciler struct {
 	// stay attached: a node status rewritten without them (a node re-registering) has them
 	// reported again, as upstream does, but not announced twice.
 	announced map[string]map[corev1.UniqueVolumeName]bool
-	// creating: volumes that may be attached to one node only, by the node a
-	// VolumeAttachment was just created for, until the cache shows it: another node's
-	// reconcile would not see it yet and attach the volume twice.
-	creating map[corev1.UniqueVolumeName]string
+	// created: per node, the volumes whose VolumeAttachment was just created, until the cache
+	// shows it (createdMemory at most): a sync in between neither creates it again nor, for
+	// a volume that may be attached to one node only, lets another node have it too.
+	created map[string]map[corev1.UniqueVolumeName]time.Time
 	// deleted: per node, the VolumeAttachments deleted (by UID) that the cache does not yet
 	// show deleted.
 	deleted map[string]map[string]types.UID
@@ -267,7 +267,7 @@ func (r *Reconciler) otherNodes(ctx context.Context, nodeName string, wanted map
 			}
 		}
 		r.mu.Lock()
-		if n, ok := r.creating[w.UniqueName]; ok && n != nodeName && !slices.Contains(w.Elsewhere.AttachedTo, n) {
+		if r.createdElsewhere(w.UniqueName, nodeName) {
 			w.Elsewhere.Pending = true
 		}
 		r.mu.Unlock()
@@ -349,10 +349,24 @@ func (r *Reconciler) attachments(ctx context.Context, nodeName string, wanted ma
 			Deleting: va.DeletionTimestamp != nil || ourDelete, Created: va.CreationTimestamp.Time, AttachError: va.Status.AttachError}
 		out = append(out, a)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(stillDeleted) > 0 {
-		r.mu.Lock()
 		r.deleted[nodeName] = stillDeleted
-		r.mu.Unlock()
+	}
+	// Created by an earlier sync, which the cache does not show yet: not attached.
+	for name, at := range r.created[nodeName] {
+		_, stillWanted := wanted[name]
+		shown := slices.ContainsFunc(out, func(a attachment) bool { return a.Volume == name })
+		if shown || !stillWanted || r.Clock.Since(at) > createdMemory {
+			delete(r.created[nodeName], name)
+			continue
+		}
+		w := wanted[name]
+		out = append(out, attachment{Name: attachmentName(w.Handle, w.Driver, nodeName), Volume: name, Created: at})
+	}
+	if len(r.created[nodeName]) == 0 {
+		delete(r.created, nodeName)
 	}
 	return out, nil
 }
@@ -453,15 +467,16 @@ func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) erro
 // may be attached to one node only is claimed for this node first; if another node's
 // reconcile claimed it in the meantime nothing is created (created is false).
 func (r *Reconciler) attach(ctx context.Context, nodeName string, w *wanted) (created bool, err error) {
-	if !w.MultiAttach {
-		r.mu.Lock()
-		if n, ok := r.creating[w.UniqueName]; ok && n != nodeName {
-			r.mu.Unlock()
-			return false, nil
-		}
-		r.creating[w.UniqueName] = nodeName
+	r.mu.Lock()
+	if !w.MultiAttach && r.createdElsewhere(w.UniqueName, nodeName) {
 		r.mu.Unlock()
+		return false, nil
 	}
+	if r.created[nodeName] == nil {
+		r.created[nodeName] = map[corev1.UniqueVolumeName]time.Time{}
+	}
+	r.created[nodeName][w.UniqueName] = r.Clock.Now()
+	r.mu.Unlock()
 	va := &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: attachmentName(w.Handle, w.Driver, nodeName)},
 		Spec: storagev1.VolumeAttachmentSpec{
@@ -486,14 +501,25 @@ func (r *Reconciler) attach(ctx context.Context, nodeName string, w *wanted) (cr
 func (r *Reconciler) release(name corev1.UniqueVolumeName, nodeName string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.creating[name] == nodeName {
-		delete(r.creating, name)
+	delete(r.created[nodeName], name)
+}
+
+// createdMemory bounds how long a creation is remembered without the cache showing it.
+const createdMemory = 30 * time.Second
+
+// createdElsewhere reports whether a VolumeAttachment of the volume was just created for
+// another node. r.mu is held.
+func (r *Reconciler) createdElsewhere(name corev1.UniqueVolumeName, nodeName string) bool {
+	for n, vols := range r.created {
+		if _, ok := vols[name]; ok && n != nodeName && r.Clock.Since(vols[name]) <= createdMemory {
+			return true
+		}
 	}
+	return false
 }
 
 // remember keeps what the next decision needs and cannot read back: detach request times,
-// claims of volumes whose attachment the cache now shows (or that are no longer wanted), and
-// the node's counts for the metrics.
+// reported errors, and the node's counts for the metrics.
 func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueVolumeName]*wanted, attachments []attachment, inUse map[string]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -501,15 +527,6 @@ func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueV
 		r.detachRequested[nodeName] = p.DetachRequested
 	} else {
 		delete(r.detachRequested, nodeName)
-	}
-	for name, n := range r.creating {
-		if n != nodeName {
-			continue
-		}
-		_, stillWanted := wanted[name]
-		if !stillWanted || slices.ContainsFunc(attachments, func(a attachment) bool { return a.Volume == name }) {
-			delete(r.creating, name)
-		}
 	}
 	for name := range r.multiAttachReported[nodeName] {
 		if _, ok := wanted[name]; !ok {

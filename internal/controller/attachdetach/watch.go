@@ -77,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.failureReported = map[string]map[string]string{}
 	r.deleted = map[string]map[string]types.UID{}
 	r.announced = map[string]map[corev1.UniqueVolumeName]bool{}
-	r.creating = map[corev1.UniqueVolumeName]string{}
+	r.created = map[string]map[corev1.UniqueVolumeName]time.Time{}
 	r.stats = map[string]nodeStats{}
 	registerMetrics(r)
 	return ctrl.NewControllerManagedBy(mgr).
