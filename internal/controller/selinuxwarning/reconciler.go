@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/ptr"
@@ -45,6 +47,9 @@ const (
 	// ReasonMultipleLabels is the Warning on a pod whose containers mount one volume with
 	// different labels.
 	ReasonMultipleLabels = "MultipleSELinuxLabels"
+	// eventAction is the action of the controller's Events where the events.k8s.io API
+	// requires one (upstream's core/v1 Events carry none).
+	eventAction = "Sync"
 )
 
 // Reconciler syncs one pod's volumes into the controller's memory of used volumes.
@@ -150,7 +155,7 @@ func (r *Reconciler) syncVolume(ctx context.Context, p *corev1.Pod, name string,
 	if err != nil {
 		var multiple *multipleLabelsError
 		if errors.As(err, &multiple) {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonMultipleLabels, "",
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonMultipleLabels, eventAction,
 				fmt.Sprintf("Volume %q is mounted twice with different SELinux labels inside this pod", name))
 		}
 		return fmt.Errorf("volume %s: %w", name, err)
@@ -188,6 +193,11 @@ func (r *Reconciler) supportsMount(ctx context.Context, pl plugin) (bool, error)
 
 // report puts each conflict as a Normal Event on its pod. As upstream, a pod no longer in
 // the cache ends the report: the conflict went with it.
+//
+// The other pod of the same namespace is the Event's related object: an events.k8s.io
+// recorder folds Events that differ only in their note into one series, which would lose
+// all but the first of a pod's conflicts; the related object keeps them apart. (core/v1
+// Events, upstream's, carry no related object.) A pod of another namespace is not named.
 func (r *Reconciler) report(ctx context.Context, conflicts []Conflict) {
 	for _, c := range conflicts {
 		p := &corev1.Pod{}
@@ -195,7 +205,12 @@ func (r *Reconciler) report(ctx context.Context, conflicts []Conflict) {
 			log.FromContext(ctx).V(2).Info("Not reporting a conflict of a pod that cannot be read", "conflictPod", c.Pod, "err", err)
 			return
 		}
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, c.Reason, "", c.Message())
+		var related runtime.Object
+		if c.OtherPod.Namespace == c.Pod.Namespace {
+			related = &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: c.OtherPod.Namespace, Name: c.OtherPod.Name}}
+		}
+		r.Recorder.Eventf(p, related, corev1.EventTypeNormal, c.Reason, eventAction, c.Message())
 	}
 }
 

@@ -65,14 +65,15 @@ func series(property, ns1, pod1, value1, ns2, pod2, value2 string) map[string]st
 		"pod2_namespace": ns2, "pod2_name": pod2, "pod2_value": value2}
 }
 
-// eventsOf are the core/v1 Events about a pod from this controller, as "type reason message".
+// eventsOf are the Events about a pod from this controller, as "type reason message", read
+// through core/v1 whichever API wrote them.
 func eventsOf(ctx context.Context, ns, pod string) []string {
 	GinkgoHelper()
 	list := &corev1.EventList{}
 	Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	var out []string
 	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && e.Source.Component == "selinux_warning" {
+		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && (e.Source.Component == "selinux_warning" || e.ReportingController == "selinux_warning") {
 			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
 		}
 	}
