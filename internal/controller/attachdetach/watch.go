@@ -72,13 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.detachRequested = map[string]map[corev1.UniqueVolumeName]time.Time{}
-	r.multiAttachReported = map[string]map[corev1.UniqueVolumeName]bool{}
-	r.failureReported = map[string]map[string]string{}
-	r.deleted = map[string]map[string]types.UID{}
-	r.announced = map[string]map[corev1.UniqueVolumeName]bool{}
-	r.created = map[string]map[corev1.UniqueVolumeName]time.Time{}
-	r.stats = map[string]nodeStats{}
+	r.initState()
 	registerMetrics(r)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -90,6 +84,17 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		Watches(&storagev1.CSIDriver{}, handler.EnqueueRequestsFromMapFunc(r.allNodes)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// initState makes the in-memory state empty: what upstream rebuilds at start.
+func (r *Reconciler) initState() {
+	r.detachRequested = map[string]map[corev1.UniqueVolumeName]time.Time{}
+	r.multiAttachReported = map[string]map[corev1.UniqueVolumeName]bool{}
+	r.failureReported = map[string]map[string]string{}
+	r.deleted = map[string]map[string]types.UID{}
+	r.announced = map[string]map[corev1.UniqueVolumeName]bool{}
+	r.created = map[string]map[corev1.UniqueVolumeName]time.Time{}
+	r.stats = map[string]nodeStats{}
 }
 
 // nodeChanges passes node updates that change what the controller reads of a node: the
