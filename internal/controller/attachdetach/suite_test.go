@@ -212,6 +212,32 @@ func eventCount(ctx context.Context, p *corev1.Pod, reason string) func(g Gomega
 	}
 }
 
+// gauge reads the value of a gauge with exactly those labels from the registry kcm's
+// /metrics serves (-1: no such series).
+func gauge(name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
 // events are the pod's Events as "<type> <reason>: <message>".
 func events(ctx context.Context, p *corev1.Pod) func(g Gomega) []string {
 	return func(g Gomega) []string {
@@ -250,6 +276,13 @@ var _ = Describe("attach", func() {
 		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(unique(driver, ns+"-h")))
 		Eventually(events(ctx, p)).Should(ContainElement(
 			fmt.Sprintf("Normal SuccessfulAttachVolume: AttachVolume.Attach succeeded for volume %q ", pv)))
+
+		// Upstream's gauges: the node's CSI volume in use, and the driver's volumes desired
+		// and attached.
+		plugin := "kubernetes.io/csi:" + driver
+		Expect(gauge("storage_count_attachable_volumes_in_use", map[string]string{"node": node, "volume_plugin": plugin})).To(Equal(1.0))
+		Expect(gauge("attachdetach_controller_total_volumes", map[string]string{"plugin_name": plugin, "state": "desired_state_of_world"})).To(BeNumerically(">=", 1))
+		Expect(gauge("attachdetach_controller_total_volumes", map[string]string{"plugin_name": plugin, "state": "actual_state_of_world"})).To(BeNumerically(">=", 1))
 	})
 
 	It("attaches nothing for a driver whose CSIDriver says attachRequired: false, nor on a node it does not manage", func(ctx SpecContext) {
