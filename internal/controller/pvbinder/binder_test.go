@@ -191,7 +191,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		}
 		for name, policy := range vols {
 			opts := []volOpt{withPolicy(policy), withLabel("for", name)}
-			if name != "delete-csi" {
+			if name != "delete-csi" && name != "recycle" {
 				opts = append(opts, nfs)
 			}
 			createVolume(ctx, ns+"-"+name, ns, "1Gi", opts...)
@@ -227,7 +227,7 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		expectEvent(ctx, "PersistentVolume", ns+"-delete-nfs", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedDelete, msg)
 		Expect(getVolume(ctx, ns+"-delete-nfs")(Default).Status.Message).To(Equal(msg))
 
-		By("Recycle: no recycler, Failed")
+		By("Recycle of a source no recycler plugin supports (CSI): Failed")
 		Eventually(volumePhase(ctx, ns+"-recycle")).Should(Equal(corev1.VolumeFailed))
 		expectEvent(ctx, "PersistentVolume", ns+"-recycle", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
 			"No recycler plugin found for the volume!")

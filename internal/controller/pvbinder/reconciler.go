@@ -86,6 +86,12 @@ type Binder struct {
 	SyncPeriod time.Duration
 	// DynamicProvisioning is --enable-dynamic-provisioning.
 	DynamicProvisioning bool
+	// Recyclers are the recycler pods of NFS and hostPath volumes (--pv-recycler-*).
+	Recyclers *Recyclers
+	// WatchRecyclerEvents follows a recycler pod's Events, forwarded to its volume.
+	WatchRecyclerEvents WatchPodEvents
+
+	recycling recycling
 }
 
 // Claims, volumes, classes, pods and nodes are read from the shared cache and Events
@@ -96,13 +102,19 @@ type Binder struct {
 // +kubebuilder:rbac:groups="",resources=persistentvolumes/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=update
+//
+// Recycling reads the volume live, creates and deletes the recycler pod (read live when the
+// cache does not show it) and watches its Events.
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=watch
 
 // SetupWithManager registers the claim reconciler (claims, and volumes mapped to the claim
-// their claimRef names) and the volume reconciler (volumes, and claims mapped to the volume
-// they name), one worker each as upstream.
+// their claimRef names) and the volume reconciler (volumes, claims mapped to the volume they
+// name, and recycler pods to the volume they scrub), one worker each as upstream.
 func (b *Binder) SetupWithManager(mgr manager.Manager) error {
-	if b.Client == nil || b.APIReader == nil || b.Recorder == nil {
-		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
+	if b.Client == nil || b.APIReader == nil || b.Recorder == nil || b.Recyclers == nil || b.WatchRecyclerEvents == nil {
+		return fmt.Errorf("%s: Client, APIReader, Recorder, Recyclers and WatchRecyclerEvents are required", ControllerName)
 	}
 	if b.SyncPeriod <= 0 {
 		b.SyncPeriod = DefaultSyncPeriod
@@ -120,6 +132,7 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 		Named(ControllerName+"-volumes").
 		For(&corev1.PersistentVolume{}).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(volumeOfClaim)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(recyclerPodsToVolume)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(&volumeReconciler{b})
 }

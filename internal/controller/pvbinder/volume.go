@@ -126,7 +126,8 @@ func (r *volumeReconciler) claimOf(ctx context.Context, v *corev1.PersistentVolu
 
 // reclaim applies the reclaim policy of a released volume: Retain keeps it; Delete leaves
 // it to the external provisioner that made it (or to the plugin of an in-tree volume, which
-// kcm does not have: the volume fails); Recycle, deprecated, has no recycler in kcm.
+// kcm does not have: the volume fails); Recycle, deprecated, scrubs an NFS or hostPath
+// volume with a recycler pod (recycle.go).
 func (r *volumeReconciler) reclaim(ctx context.Context, v *corev1.PersistentVolume) error {
 	if v.Annotations[AnnMigratedTo] != "" {
 		// The CSI driver's provisioner reclaims migrated volumes.
@@ -136,9 +137,7 @@ func (r *volumeReconciler) reclaim(ctx context.Context, v *corev1.PersistentVolu
 	case corev1.PersistentVolumeReclaimRetain:
 		return nil
 	case corev1.PersistentVolumeReclaimRecycle:
-		_, err := r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonVolumeFailedRecycle,
-			"No recycler plugin found for the volume!")
-		return err
+		return r.recycle(ctx, v)
 	case corev1.PersistentVolumeReclaimDelete:
 		return r.deleteVolume(ctx, v)
 	default:
