@@ -61,8 +61,9 @@ type attachment struct {
 // nodeView is the node as the decision needs it.
 type nodeView struct {
 	Name string
-	// Exists: the Node object exists (a deleted node gets no new attachments; its volumes
-	// are detached as its pods go).
+	// Exists: the Node object exists. A deleted node gets no new attachments; its volumes
+	// are detached as its pods go, once unmounted according to its last status (as upstream
+	// keeps it), or after the maximum wait for unmount, a deleted node being unhealthy.
 	Exists bool
 	// Healthy: Ready is True (upstream's IsNodeReady).
 	Healthy bool
@@ -156,7 +157,7 @@ func decide(in input) plan {
 		elapsed := in.Now.Sub(since)
 		timeoutExpired := elapsed > maxWaitForUnmount && !in.DisableForceDetachOnTimeout
 		force := !in.Node.Healthy && timeoutExpired
-		if in.Node.Exists && in.Node.InUse[a.Volume] && !force && !in.Node.OutOfService {
+		if in.Node.InUse[a.Volume] && !force && !in.Node.OutOfService {
 			if !in.DisableForceDetachOnTimeout && !in.Node.Healthy {
 				p.requeue(maxWaitForUnmount - elapsed + time.Second)
 			}

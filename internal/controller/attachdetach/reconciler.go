@@ -100,6 +100,9 @@ type Reconciler struct {
 	// deleted: per node, the VolumeAttachments deleted (by UID) that the cache does not yet
 	// show deleted.
 	deleted map[string]map[string]types.UID
+	// lastInUse: per node, its volumesInUse as last seen, for after its deletion (upstream
+	// keeps a deleted node's last report).
+	lastInUse map[string]map[corev1.UniqueVolumeName]bool
 	// stats are the node's volume counts for upstream's metrics.
 	stats map[string]nodeStats
 	// written is the last status written of each node: a sync that runs before the cache
@@ -145,8 +148,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// Compare.
 	r.mu.Lock()
+	nv := view(node, exists)
+	if exists {
+		r.lastInUse[nodeName] = nv.InUse
+	} else {
+		nv.Name, nv.InUse = nodeName, r.lastInUse[nodeName]
+		if len(attachments) == 0 {
+			delete(r.lastInUse, nodeName)
+		}
+	}
 	in := input{
-		Node:                        view(node, exists),
+		Node:                        nv,
 		Wanted:                      wanted,
 		Attachments:                 attachments,
 		DetachRequested:             r.detachRequested[nodeName],

@@ -444,6 +444,28 @@ var _ = Describe("detach", func() {
 		Expect(forcedDetaches("out-of-service")).To(Equal(before + 1))
 	})
 
+	It("keeps a deleted node's volume its last status had in use, and detaches the one it had not", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "deleted")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		createVolume(ctx, ns, "used", csiSource(driver, ns+"-used"), corev1.ReadWriteOnce)
+		createVolume(ctx, ns, "free", csiSource(driver, ns+"-free"), corev1.ReadWriteOnce)
+		usedVA, freeVA := vaName(ns+"-used", driver, node), vaName(ns+"-free", driver, node)
+		used := createPod(ctx, ns, "used", node, claimVolume("used"))
+		free := createPod(ctx, ns, "free", node, claimVolume("free"))
+		attachVA(ctx, usedVA, false)
+		attachVA(ctx, freeVA, false)
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(unique(driver, ns+"-used"), unique(driver, ns+"-free")))
+		setInUse(ctx, node, unique(driver, ns+"-used"))
+
+		Expect(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})).To(Succeed())
+		forceDelete(ctx, used)
+		forceDelete(ctx, free)
+		// The free volume is detached: the controller acted on the deleted node.
+		Eventually(vaExists(ctx, freeVA)).Should(BeFalse())
+		Consistently(vaExists(ctx, usedVA)).WithTimeout(2 * time.Second).Should(BeTrue())
+	})
+
 	It("after a restart, keeps a volume the node still uses and one a pod needs, and detaches the first once unmounted", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "restart")
 		node := ns + "-n"

@@ -91,6 +91,7 @@ func (r *Reconciler) initState() {
 	r.detachRequested = map[string]map[corev1.UniqueVolumeName]time.Time{}
 	r.multiAttachReported = map[string]map[corev1.UniqueVolumeName]bool{}
 	r.failureReported = map[string]map[string]string{}
+	r.lastInUse = map[string]map[corev1.UniqueVolumeName]bool{}
 	r.deleted = map[string]map[string]types.UID{}
 	r.announced = map[string]map[corev1.UniqueVolumeName]bool{}
 	r.created = map[string]map[corev1.UniqueVolumeName]time.Time{}
