@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -164,4 +165,24 @@ func freePort() int {
 	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// controllersSetUp lists the controllers kcm's last "Controllers set up" log line names (the
+// log at path holds every kcm process of the run, in order), or nil before there is one.
+func controllersSetUp(path string) []string {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	var last string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "\tControllers set up\t") {
+			last = l
+		}
+	}
+	if last == "" {
+		return nil
+	}
+	var fields struct{ Controllers []string }
+	Expect(json.Unmarshal([]byte(last[strings.Index(last, "{"):]), &fields)).To(Succeed(), "log line %q", last)
+	return fields.Controllers
 }
