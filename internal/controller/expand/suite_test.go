@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -140,6 +141,44 @@ func flexSource() corev1.PersistentVolumeSource {
 	return corev1.PersistentVolumeSource{FlexVolume: &corev1.FlexPersistentVolumeSource{Driver: "example.com/flex"}}
 }
 
+// denyVolumeWrites makes the API server refuse every update (a patch included) of the named
+// volume, by a ValidatingAdmissionPolicy, until the returned function lifts it.
+func denyVolumeWrites(ctx context.Context, name string) (lift func(context.Context)) {
+	GinkgoHelper()
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-" + name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumes"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: fmt.Sprintf("object.metadata.name != %q", name), Message: "denied by the test"}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	Expect(env.Client.Create(ctx, policy)).To(Succeed())
+	Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	Eventually(func(g Gomega) error {
+		v := getVolume(ctx, name)(g)
+		metav1.SetMetaDataLabel(&v.ObjectMeta, "probe", "yes")
+		return env.Client.Update(ctx, v)
+	}).Should(MatchError(ContainSubstring("denied by the test")), "the API server enforces the policy")
+	return func(ctx context.Context) {
+		GinkgoHelper()
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, binding))).To(Succeed())
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, policy))).To(Succeed())
+	}
+}
+
 var _ = Describe("persistentvolume-expander-controller", func() {
 	It("leaves a CSI volume to the driver's external resizer, with upstream's Event and no annotation", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "csi")
@@ -221,5 +260,31 @@ var _ = Describe("persistentvolume-expander-controller", func() {
 		Expect(v.Annotations).NotTo(HaveKey(expand.AnnPreResizeCapacity))
 		Eventually(claimEvents(ctx, ns, "data")).Should(ContainElement(
 			fmt.Sprintf("Normal VolumeResizeSuccessful: ExpandVolume succeeded for volume %s/data", ns)))
+	})
+
+	It("reports a failed expansion as VolumeResizeFailed and resumes to the allocated size", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "fail")
+		pvc, pvName := boundClaim(ctx, ns, "data", flexSource(), corev1.PersistentVolumeFilesystem)
+		lift := denyVolumeWrites(ctx, pvName)
+		DeferCleanup(func(ctx SpecContext) { lift(ctx) })
+		request(ctx, pvc, "2Gi")
+
+		Eventually(claimEvents(ctx, ns, "data")).Should(ContainElement(And(
+			HavePrefix(fmt.Sprintf("Warning VolumeResizeFailed: error updating pv for pvc %s/data: ", ns)),
+			ContainSubstring("denied by the test"))))
+		c := getClaim(ctx, ns, "data")(Default)
+		Expect(c.Status.AllocatedResourceStatuses).To(HaveKeyWithValue(corev1.ResourceStorage, corev1.PersistentVolumeClaimControllerResizeInProgress))
+		Expect(storage(c.Status.AllocatedResources)).To(Equal("2Gi"))
+		Expect(conditionTypes(c)).To(ConsistOf(corev1.PersistentVolumeClaimResizing))
+		Expect(storage(getVolume(ctx, pvName)(Default).Spec.Capacity)).To(Equal("1Gi"))
+
+		By("the user asking for more while it failed, then the volume writable again")
+		request(ctx, pvc, "3Gi")
+		lift(ctx)
+		Eventually(func(g Gomega) {
+			g.Expect(storage(getVolume(ctx, pvName)(g).Spec.Capacity)).To(Equal("2Gi"), "the size already allocated, not the new request")
+			c := getClaim(ctx, ns, "data")(g)
+			g.Expect(c.Status.AllocatedResourceStatuses).To(HaveKeyWithValue(corev1.ResourceStorage, corev1.PersistentVolumeClaimNodeResizePending))
+		}).Should(Succeed())
 	})
 })
