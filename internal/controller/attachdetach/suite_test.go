@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/attachdetach"
+	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -31,7 +32,17 @@ const (
 	noAttachDrver = "noattach.example.com"
 )
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// clk is the controller's clock: a spec moves it past the maximum wait for unmount.
+	clk = &testenv.OffsetClock{}
+)
+
+// startManager runs the controller alone, on clk.
+func startManager() error {
+	return env.StartManagerWith([]string{attachdetach.ControllerName}, nil,
+		setup.OverrideFor(attachdetach.ControllerName, func(r *attachdetach.Reconciler) { r.Clock = clk }))
+}
 
 func TestAttachDetachController(t *testing.T) {
 	testenv.RunSuite(t, "persistentvolume-attach-detach-controller suite")
@@ -44,7 +55,7 @@ var _ = BeforeSuite(func() {
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}})).To(Succeed())
 	Expect(env.Client.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: noAttachDrver},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}})).To(Succeed())
-	Expect(env.StartManager([]string{attachdetach.ControllerName})).To(Succeed())
+	Expect(startManager()).To(Succeed())
 })
 
 // createNode makes a Ready node, managed by the controller when managed (the kubelet's
@@ -444,6 +455,39 @@ var _ = Describe("detach", func() {
 		Expect(forcedDetaches("out-of-service")).To(Equal(before + 1))
 	})
 
+	It("force-detaches a volume still mounted on an unready node after upstream's maximum wait for unmount", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "timeout")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		createVolume(ctx, ns, "c", csiSource(driver, ns+"-h"), corev1.ReadWriteOnce)
+		p := createPod(ctx, ns, "p", node, claimVolume("c"))
+		name, vol := vaName(ns+"-h", driver, node), unique(driver, ns+"-h")
+		attachVA(ctx, name, false)
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(vol))
+		setInUse(ctx, node, vol)
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return err
+			}
+			n.Status.Conditions[0].Status = corev1.ConditionUnknown
+			return env.Client.Status().Update(ctx, n)
+		})).To(Succeed())
+		before := forcedDetaches("timeout")
+
+		// Unneeded but mounted, the node unready: kept within the wait...
+		forceDelete(ctx, p)
+		Consistently(vaExists(ctx, name)).WithTimeout(time.Second).Should(BeTrue())
+		// ...and detached once 6 minutes have passed, at the next sync of the node (another
+		// pod scheduled there brings it).
+		clk.Set(6*time.Minute + 5*time.Second)
+		DeferCleanup(func() { clk.Set(0) })
+		createVolume(ctx, ns, "other", csiSource(driver, ns+"-other"), corev1.ReadWriteOnce)
+		createPod(ctx, ns, "other", node, claimVolume("other"))
+		Eventually(vaExists(ctx, name)).Should(BeFalse())
+		Expect(forcedDetaches("timeout")).To(Equal(before + 1))
+	})
+
 	It("keeps a deleted node's volume its last status had in use, and detaches the one it had not", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "deleted")
 		node := ns + "-n"
@@ -484,7 +528,7 @@ var _ = Describe("detach", func() {
 
 		Expect(env.StopManager()).To(Succeed())
 		forceDelete(ctx, leaving)
-		Expect(env.StartManager([]string{attachdetach.ControllerName})).To(Succeed())
+		Expect(startManager()).To(Succeed())
 
 		// A pod created after the restart is attached: the controller runs.
 		createVolume(ctx, ns, "new", csiSource(driver, ns+"-new"), corev1.ReadWriteOnce)
