@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -185,4 +186,22 @@ func controllersSetUp(path string) []string {
 	var fields struct{ Controllers []string }
 	Expect(json.Unmarshal([]byte(last[strings.Index(last, "{"):]), &fields)).To(Succeed(), "log line %q", last)
 	return fields.Controllers
+}
+
+// restartKCM stops the suite's kcm (it releases the Lease) and starts it again with
+// kubeadm's arguments and the overrides ("--name=value" replaces kubeadm's flag of that
+// name), and waits until the new process holds the Lease; it is the suite's kcm for the
+// specs after.
+func restartKCM(ctx context.Context, overrides ...string) {
+	GinkgoHelper()
+	const lease = "kube-controller-manager"
+	old := leaseHolder(ctx, lease)
+	components = without(components, kcm)
+	kcm.Stop(30 * time.Second)
+	p, err := local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(append([]string{fmt.Sprintf("--secure-port=%d", freePort())}, overrides...)...)...)
+	Expect(err).NotTo(HaveOccurred())
+	replaceKCM(p)
+	// The stopped process released the Lease (an empty holder); each process has an identity of its own.
+	Eventually(ctx, func() string { return leaseHolder(ctx, lease) }).WithTimeout(time.Minute).
+		Should(And(Not(BeEmpty()), Not(Equal(old))), "the restarted kcm leads: %s", p.State())
 }
