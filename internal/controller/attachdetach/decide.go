@@ -48,12 +48,15 @@ type elsewhere struct {
 
 // attachment is one of the node's VolumeAttachments, its volume known.
 type attachment struct {
-	Name     string
-	UID      types.UID
-	Volume   corev1.UniqueVolumeName
-	Attached bool
-	Deleting bool
-	Created  time.Time
+	// Name and UID are the VolumeAttachment's; empty for a StatusOnly volume, known from
+	// the node's status alone.
+	Name       string
+	UID        types.UID
+	StatusOnly bool
+	Volume     corev1.UniqueVolumeName
+	Attached   bool
+	Deleting   bool
+	Created    time.Time
 	// AttachError is the external attacher's last error, if any.
 	AttachError *storagev1.VolumeError
 }
@@ -129,7 +132,8 @@ type failedAttach struct {
 
 // decide compares the node's wanted volumes with its attachments.
 //
-// Attach: a wanted volume without a VolumeAttachment gets one, unless it may be attached to
+// Attach: a wanted iSCSI or Fibre Channel volume is reported at once (their plugins attach
+// from the node); a wanted volume without a VolumeAttachment gets one, unless it may be attached to
 // one node only and another node has it (attached: a multi-attach error is reported; pending:
 // wait). Reported: a volume is listed in node.status.volumesAttached once its
 // VolumeAttachment is attached and while it is not being detached. Detach: a volume no pod
@@ -177,6 +181,10 @@ func decide(in input) plan {
 	// Attach what pods need.
 	for _, name := range sortedNames(in.Wanted) {
 		w := in.Wanted[name]
+		if w.StatusOnly {
+			// Attached by being reported, below.
+			continue
+		}
 		a, ok := byVolume[name]
 		switch {
 		case ok && a.Attached && !a.Deleting:
@@ -201,7 +209,7 @@ func decide(in input) plan {
 	reported := map[corev1.UniqueVolumeName]bool{}
 	for _, av := range in.Node.Attached {
 		reported[av.Name] = true
-		if !isCSI(av.Name) {
+		if !isCSI(av.Name) && !isStatusOnly(av.Name) {
 			p.Status = append(p.Status, av)
 		}
 	}
@@ -215,6 +223,12 @@ func decide(in input) plan {
 		}
 		p.Status = append(p.Status, corev1.AttachedVolume{Name: a.Volume})
 		if w, ok := in.Wanted[a.Volume]; ok && !reported[a.Volume] {
+			p.Attached = append(p.Attached, w)
+		}
+	}
+	for _, name := range sortedNames(in.Wanted) {
+		if w := in.Wanted[name]; w.StatusOnly && in.Node.Exists && !reported[name] {
+			p.Status = append(p.Status, corev1.AttachedVolume{Name: name})
 			p.Attached = append(p.Attached, w)
 		}
 	}

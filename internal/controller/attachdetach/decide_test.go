@@ -20,6 +20,8 @@ func TestDecide(t *testing.T) {
 		return map[corev1.UniqueVolumeName]*wanted{v.UniqueName: {volume: v, Pods: []*corev1.Pod{pod}, Elsewhere: e}}
 	}
 	a, rwx := vol("a", false), vol("x", true)
+	iscsi := volume{UniqueName: "kubernetes.io/iscsi/10.0.0.1:3260:iqn.x:0", SpecName: "pv-i", PVName: "pv-i", StatusOnly: true}
+	iscsiReported := attachment{Volume: iscsi.UniqueName, Attached: true, StatusOnly: true}
 	va := func(v volume, attached bool) attachment {
 		return attachment{Name: attachmentName(v.Handle, v.Driver, "n1"), Volume: v.UniqueName, Attached: attached, Created: now.Add(-time.Second)}
 	}
@@ -128,8 +130,21 @@ func TestDecide(t *testing.T) {
 			in:   input{Node: node(), Attachments: []attachment{va(a, true)}},
 			want: want_{detach: []detach{{attachment: va(a, true), VerifySafe: true}}}},
 		{name: "other plugins' entries kept",
-			in:   input{Node: node(reported("kubernetes.io/iscsi/x")), Wanted: want(a, elsewhere{}), Attachments: []attachment{va(a, true)}},
-			want: want_{attached: []corev1.UniqueVolumeName{a.UniqueName}, status: []corev1.UniqueVolumeName{a.UniqueName, "kubernetes.io/iscsi/x"}, statusChanged: true}},
+			in:   input{Node: node(reported("example.com/other/x")), Wanted: want(a, elsewhere{}), Attachments: []attachment{va(a, true)}},
+			want: want_{attached: []corev1.UniqueVolumeName{a.UniqueName}, status: []corev1.UniqueVolumeName{"example.com/other/x", a.UniqueName}, statusChanged: true}},
+		{name: "iSCSI volume needed: reported at once, SuccessfulAttachVolume, no VolumeAttachment",
+			in:   input{Node: node(), Wanted: map[corev1.UniqueVolumeName]*wanted{iscsi.UniqueName: {volume: iscsi, Pods: []*corev1.Pod{pod}}}},
+			want: want_{attached: []corev1.UniqueVolumeName{iscsi.UniqueName}, status: []corev1.UniqueVolumeName{iscsi.UniqueName}, statusChanged: true}},
+		{name: "iSCSI volume needed and reported: nothing",
+			in: input{Node: node(reported(iscsi.UniqueName)), Wanted: map[corev1.UniqueVolumeName]*wanted{iscsi.UniqueName: {volume: iscsi, Pods: []*corev1.Pod{pod}}},
+				Attachments: []attachment{iscsiReported}},
+			want: want_{status: []corev1.UniqueVolumeName{iscsi.UniqueName}}},
+		{name: "iSCSI volume unneeded and mounted: kept",
+			in:   input{Node: node(reported(iscsi.UniqueName), inUse(iscsi)), Attachments: []attachment{iscsiReported}},
+			want: want_{status: []corev1.UniqueVolumeName{iscsi.UniqueName}}},
+		{name: "iSCSI volume unneeded and unmounted: unreported",
+			in:   input{Node: node(reported(iscsi.UniqueName)), Attachments: []attachment{iscsiReported}},
+			want: want_{detach: []detach{{attachment: iscsiReported, VerifySafe: true}}, statusChanged: true}},
 		{name: "deleted node, volume in use in its last status: wait for the unmount wait (a deleted node is unhealthy)",
 			in: input{Node: node(gone, unhealthy, inUse(a)), Attachments: []attachment{va(a, true)},
 				DetachRequested: map[corev1.UniqueVolumeName]time.Time{a.UniqueName: now.Add(-time.Minute)}},

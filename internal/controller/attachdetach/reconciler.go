@@ -241,7 +241,7 @@ func (r *Reconciler) wantedVolumes(ctx context.Context, nodeName string, unmanag
 				logger.V(5).Info("Skipping volume of pod", "pod", klog.KObj(pod), "volume", pv.Name, "err", err)
 				continue
 			}
-			inUse[pluginLabel(v.Driver)]++
+			inUse[pluginOf(v.UniqueName)]++
 			w := out[v.UniqueName]
 			if w == nil {
 				w = &wanted{volume: *v}
@@ -366,6 +366,12 @@ func (r *Reconciler) attachments(ctx context.Context, nodeName string, wanted ma
 	if len(stillDeleted) > 0 {
 		r.deleted[nodeName] = stillDeleted
 	}
+	// iSCSI and Fibre Channel volumes are attached as long as the node's status lists them.
+	for _, av := range reported {
+		if isStatusOnly(av.Name) {
+			out = append(out, attachment{Volume: av.Name, Attached: true, StatusOnly: true})
+		}
+	}
 	// Created by an earlier sync, which the cache does not show yet: not attached.
 	for name, at := range r.created[nodeName] {
 		_, stillWanted := wanted[name]
@@ -440,6 +446,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, node *corev1.Node, attache
 // node's volumesInUse is read live first, as upstream: the cache may not yet show that the
 // kubelet mounted the volume again.
 func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) error {
+	if d.StatusOnly {
+		// Unreported, it is detached: upstream's iSCSI and Fibre Channel detachers do
+		// nothing in the controller.
+		r.detached(ctx, d)
+		return nil
+	}
 	if d.VerifySafe {
 		node := &corev1.Node{}
 		err := r.APIReader.Get(ctx, types.NamespacedName{Name: nodeName}, node)
@@ -465,6 +477,12 @@ func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) erro
 	}
 	r.deleted[nodeName][d.Name] = d.UID
 	r.mu.Unlock()
+	r.detached(ctx, d)
+	return nil
+}
+
+// detached logs a detach and counts it when forced.
+func (r *Reconciler) detached(ctx context.Context, d detach) {
 	logger := log.FromContext(ctx)
 	if d.Forced != "" {
 		forcedDetaches.WithLabelValues(d.Forced).Inc()
@@ -472,7 +490,6 @@ func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) erro
 	} else {
 		logger.Info("Detaching volume", "volumeName", d.Volume)
 	}
-	return nil
 }
 
 // attach creates the volume's VolumeAttachment as upstream's CSI attacher does. A volume that
@@ -566,12 +583,10 @@ func (r *Reconciler) remember(nodeName string, p plan, wanted map[corev1.UniqueV
 	}
 	s := nodeStats{inUse: inUse, desired: map[string]int{}, actual: map[string]int{}}
 	for _, w := range wanted {
-		s.desired[pluginLabel(w.Driver)]++
+		s.desired[pluginOf(w.UniqueName)]++
 	}
 	for _, a := range attachments {
-		if driver, _, ok := splitCSIName(a.Volume); ok {
-			s.actual[pluginLabel(driver)]++
-		}
+		s.actual[pluginOf(a.Volume)]++
 	}
 	if len(s.inUse)+len(s.desired)+len(s.actual) == 0 {
 		delete(r.stats, nodeName)

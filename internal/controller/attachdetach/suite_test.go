@@ -339,6 +339,28 @@ var _ = Describe("attach", func() {
 		}).Should(Succeed())
 	})
 
+	It("reports an iSCSI volume attached at once, without a VolumeAttachment, and unreports it once unneeded and unmounted", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "iscsi")
+		node := ns + "-n"
+		createNode(ctx, node, true)
+		p := createPod(ctx, ns, "p", node, corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{
+			TargetPortal: "10.0.0.1:3260", IQN: "iqn.2026-01.com.example:" + ns, Lun: 0}})
+		vol := corev1.UniqueVolumeName("kubernetes.io/iscsi/10.0.0.1:3260:iqn.2026-01.com.example:" + ns + ":0")
+		Eventually(nodeAttached(ctx, node)).Should(ConsistOf(vol))
+		Eventually(events(ctx, p)).Should(ContainElement(`Normal SuccessfulAttachVolume: AttachVolume.Attach succeeded for volume "data" `))
+		vas := &storagev1.VolumeAttachmentList{}
+		Expect(env.Client.List(ctx, vas)).To(Succeed())
+		for _, va := range vas.Items {
+			Expect(va.Spec.NodeName).NotTo(Equal(node))
+		}
+
+		setInUse(ctx, node, vol)
+		forceDelete(ctx, p)
+		Consistently(nodeAttached(ctx, node)).WithTimeout(time.Second).Should(ConsistOf(vol))
+		setInUse(ctx, node)
+		Eventually(nodeAttached(ctx, node)).Should(BeEmpty())
+	})
+
 	It("reports a multi-attach for a ReadWriteOnce volume attached elsewhere, and attaches it once detached there", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "multi")
 		n1, n2 := ns+"-1", ns+"-2"

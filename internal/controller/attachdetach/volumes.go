@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -34,6 +35,46 @@ type volume struct {
 	// MultiAttach: the volume may be attached to several nodes at once (upstream's
 	// IsMultiAttachAllowed).
 	MultiAttach bool
+	// StatusOnly: an in-tree iSCSI or Fibre Channel volume, which upstream's plugins attach
+	// from the node: the controller only lists it in node.status.volumesAttached (their
+	// attachers do nothing in the controller), and no VolumeAttachment exists.
+	StatusOnly bool
+}
+
+// The in-tree plugins upstream's controller attaches without a VolumeAttachment.
+const (
+	iscsiPluginName = "kubernetes.io/iscsi"
+	fcPluginName    = "kubernetes.io/fc"
+)
+
+// statusOnly is the volume of an iSCSI or Fibre Channel source, named as upstream's plugins
+// name it (GetVolumeName), or nil. modes are a PersistentVolume's access modes (nil inline:
+// upstream allows an inline volume on several nodes).
+func statusOnly(iscsi *iscsiTarget, fc *corev1.FCVolumeSource, specName string, modes []corev1.PersistentVolumeAccessMode) *volume {
+	var plugin, name string
+	switch {
+	case iscsi != nil:
+		plugin, name = iscsiPluginName, fmt.Sprintf("%v:%v:%v", iscsi.portal, iscsi.iqn, iscsi.lun)
+	case fc != nil && len(fc.TargetWWNs) != 0 && fc.Lun != nil:
+		plugin, name = fcPluginName, fmt.Sprintf("%v:%v", fc.TargetWWNs, *fc.Lun)
+	case fc != nil && len(fc.WWIDs) != 0:
+		plugin, name = fcPluginName, fmt.Sprintf("%v", fc.WWIDs)
+	default:
+		return nil
+	}
+	return &volume{UniqueName: corev1.UniqueVolumeName(plugin + "/" + name), SpecName: specName,
+		MultiAttach: multiAttachAllowed(modes), StatusOnly: true}
+}
+
+// iscsiTarget is what names an iSCSI volume, inline or persistent.
+type iscsiTarget struct {
+	portal, iqn string
+	lun         int32
+}
+
+// isStatusOnly reports whether a unique volume name is an iSCSI or Fibre Channel one.
+func isStatusOnly(name corev1.UniqueVolumeName) bool {
+	return strings.HasPrefix(string(name), iscsiPluginName+"/") || strings.HasPrefix(string(name), fcPluginName+"/")
 }
 
 // uniqueName is upstream's name of a CSI volume.
@@ -49,6 +90,18 @@ func attachmentName(handle, driver, node string) string {
 
 // pluginLabel is the volume plugin label of upstream's metrics for a CSI volume.
 func pluginLabel(driver string) string { return csiPluginName + ":" + driver }
+
+// pluginOf is the volume plugin label of upstream's metrics for a volume: the CSI driver's,
+// or the plugin's (kubernetes.io/iscsi, kubernetes.io/fc).
+func pluginOf(name corev1.UniqueVolumeName) string {
+	if driver, _, ok := splitCSIName(name); ok {
+		return pluginLabel(driver)
+	}
+	plugin, _, _ := strings.Cut(string(name), "/")
+	rest := strings.TrimPrefix(string(name), plugin+"/")
+	kind, _, _ := strings.Cut(rest, "/")
+	return plugin + "/" + kind
+}
 
 // cacheView is what resolving a pod's volumes reads: the shared cache's claims, volumes and
 // CSIDrivers. Absent objects are (nil, nil).
@@ -80,6 +133,13 @@ func resolve(v cacheView, pod *corev1.Pod, podVolume *corev1.Volume) (*volume, e
 		if inline.CSI != nil {
 			return nil, errNotAttachable
 		}
+		var target *iscsiTarget
+		if i := inline.ISCSI; i != nil {
+			target = &iscsiTarget{i.TargetPortal, i.IQN, i.Lun}
+		}
+		if v := statusOnly(target, inline.FC, inline.Name, nil); v != nil {
+			return v, nil
+		}
 		if name, _ := translator.GetInTreePluginNameFromSpec(nil, inline); name == "" {
 			return nil, errNotAttachable
 		}
@@ -88,6 +148,14 @@ func resolve(v cacheView, pod *corev1.Pod, podVolume *corev1.Volume) (*volume, e
 			return nil, fmt.Errorf("translating inline volume %s to CSI: %w", inline.Name, err)
 		}
 		return attachable(v, translated, true)
+	}
+	var target *iscsiTarget
+	if i := pv.Spec.ISCSI; i != nil {
+		target = &iscsiTarget{i.TargetPortal, i.IQN, i.Lun}
+	}
+	if v := statusOnly(target, pv.Spec.FC, pv.Name, pv.Spec.AccessModes); v != nil {
+		v.PVName = pv.Name
+		return v, nil
 	}
 	if pv.Spec.CSI == nil {
 		if name, _ := translator.GetInTreePluginNameFromSpec(pv, nil); name == "" {
@@ -182,10 +250,10 @@ func multiAttachAllowed(modes []corev1.PersistentVolumeAccessMode) bool {
 }
 
 // mayNeedAttaching reports whether a pod volume can resolve to an attachable volume at all
-// (a claim, a generic ephemeral volume, or an in-tree source migrated to CSI): pods with
-// none of these never concern the controller.
+// (a claim, a generic ephemeral volume, an in-tree source migrated to CSI, iSCSI or Fibre
+// Channel): pods with none of these never concern the controller.
 func mayNeedAttaching(v *corev1.Volume) bool {
-	if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+	if v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.ISCSI != nil || v.FC != nil {
 		return true
 	}
 	name, _ := translator.GetInTreePluginNameFromSpec(nil, v)

@@ -144,6 +144,48 @@ func TestResolveInlineMigrated(t *testing.T) {
 	}
 }
 
+func TestResolveISCSIAndFC(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	view := fakeView{
+		claims: map[string]*corev1.PersistentVolumeClaim{"ns/c": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "u"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}},
+		volumes: map[string]*corev1.PersistentVolume{"pv": {ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			ClaimRef:    &corev1.ObjectReference{UID: "u"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{ISCSI: &corev1.ISCSIPersistentVolumeSource{
+				TargetPortal: "10.0.0.1:3260", IQN: "iqn.2026-01.com.example:t", Lun: 3}}}}},
+	}
+	cases := []struct {
+		name string
+		vol  corev1.VolumeSource
+		want volume
+	}{
+		{"iSCSI volume of a claim", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
+			volume{UniqueName: "kubernetes.io/iscsi/10.0.0.1:3260:iqn.2026-01.com.example:t:3", SpecName: "pv", PVName: "pv", StatusOnly: true}},
+		{"inline iSCSI", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "10.0.0.2", IQN: "iqn.x", Lun: 0}},
+			volume{UniqueName: "kubernetes.io/iscsi/10.0.0.2:iqn.x:0", SpecName: "v", MultiAttach: true, StatusOnly: true}},
+		{"inline FC by WWNs and LUN", corev1.VolumeSource{FC: &corev1.FCVolumeSource{TargetWWNs: []string{"500a", "500b"}, Lun: ptr.To[int32](1)}},
+			volume{UniqueName: "kubernetes.io/fc/[500a 500b]:1", SpecName: "v", MultiAttach: true, StatusOnly: true}},
+		{"inline FC by WWIDs", corev1.VolumeSource{FC: &corev1.FCVolumeSource{WWIDs: []string{"3600"}}},
+			volume{UniqueName: "kubernetes.io/fc/[3600]", SpecName: "v", MultiAttach: true, StatusOnly: true}},
+	}
+	for _, c := range cases {
+		got, err := resolve(view, pod, &corev1.Volume{Name: "v", VolumeSource: c.vol})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if *got != c.want {
+			t.Errorf("%s:\ngot  %+v\nwant %+v", c.name, *got, c.want)
+		}
+	}
+	if got := pluginOf("kubernetes.io/iscsi/10.0.0.2:iqn.x:0"); got != "kubernetes.io/iscsi" {
+		t.Errorf("pluginOf = %s", got)
+	}
+	if got := pluginOf(uniqueName("d.example.com", "h")); got != "kubernetes.io/csi:d.example.com" {
+		t.Errorf("pluginOf = %s", got)
+	}
+}
+
 func TestPodNeedsVolumes(t *testing.T) {
 	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	now := metav1.Now()
