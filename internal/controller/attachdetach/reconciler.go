@@ -12,7 +12,8 @@
 // decision (decide.go) is pure. An attach is a VolumeAttachment created for the external
 // attacher, named and shaped as upstream's CSI attacher makes it; once the attacher reports
 // it attached the volume is listed in node.status.volumesAttached. A detach removes the
-// volume from that list, then deletes the VolumeAttachment.
+// volume from that list, then deletes the VolumeAttachment. In-tree iSCSI and Fibre Channel
+// volumes, whose upstream plugins attach from the node, are only listed and unlisted.
 //
 // What upstream remembers between loops and cannot be read back from the API, kcm keeps in
 // memory too, and loses at restart as upstream does: when a volume was first found unneeded
