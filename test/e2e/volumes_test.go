@@ -273,6 +273,63 @@ var _ = Describe("CSI volumes", func() {
 	}, SpecTimeout(20*time.Minute))
 })
 
+// A restarted kcm rebuilds what is attached from the VolumeAttachments and the nodes' status,
+// not from its own memory: nothing in use is detached, and what changed while it was down is
+// acted on.
+var _ = Describe("CSI volumes across a kcm restart", Serial, func() {
+	BeforeEach(func(ctx SpecContext) { ensureControllerManagedAttachDetach(ctx) })
+
+	It("stay attached while in use, and a volume whose pod went while kcm was down is detached once unmounted", func(ctx SpecContext) {
+		f := installFakeCSI(ctx, driverName())
+		ns := newNamespace(ctx)
+		DeferCleanup(f.releaseAll, ns)
+
+		By("pods a, b and c, each with its own claim, attached and mounted")
+		members := map[string]volumeUse{}
+		for _, name := range []string{"a", "b", "c"} {
+			Expect(cl.Create(ctx, newClaim(ns, name, f.class))).To(Succeed())
+			Expect(cl.Create(ctx, newVolumePod(ns, name, name))).To(Succeed())
+		}
+		Eventually(ctx, func(g Gomega) {
+			for _, name := range []string{"a", "b", "c"} {
+				members[name] = observeVolumeUse(g, ctx, ns, name, name)
+			}
+		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "pods scheduled with bound claims; logs in %s", logDir)
+		for _, m := range members {
+			setVolumeInUse(ctx, m.node, f.uniqueVolumeName(m.pv), true)
+		}
+		Eventually(ctx, func(g Gomega) {
+			for _, m := range members {
+				f.expectAttached(g, ctx, m)
+			}
+		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "logs in %s", logDir)
+
+		By("kcm stops; meanwhile pods b and c go, and b's volume is unmounted")
+		DeferCleanup(func(ctx SpecContext) {
+			if kcm.Exited() {
+				restartKCM(ctx)
+			}
+		})
+		components = without(components, kcm)
+		kcm.Stop(30 * time.Second)
+		for _, name := range []string{"b", "c"} {
+			Expect(cl.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+			Eventually(ctx, func() error {
+				return cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Pod{})
+			}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound), "pod %s deleted; logs in %s", name, logDir)
+		}
+		setVolumeInUse(ctx, members["b"].node, f.uniqueVolumeName(members["b"].pv), false)
+
+		By("kcm starts again: b's volume is detached; c's, still in use, and a's stay attached")
+		restartKCM(ctx)
+		Eventually(ctx, func(g Gomega) {
+			f.expectDetached(g, ctx, members["b"])
+		}).WithTimeout(time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "logs in %s", logDir)
+		f.expectAttached(Default, ctx, members["c"])
+		f.expectAttached(Default, ctx, members["a"])
+	})
+})
+
 // vacProtectionFinalizer is what the API server's admission puts on every
 // VolumeAttributesClass and only volumeattributesclass-protection-controller takes off.
 const vacProtectionFinalizer = "kubernetes.io/vac-protection"
