@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -159,5 +160,26 @@ func TestStaleCacheReportsOnce(t *testing.T) {
 	}
 	if want := uniqueName("d", "h"); len(node.Status.VolumesAttached) != 1 || node.Status.VolumesAttached[0].Name != want {
 		t.Errorf("volumesAttached %v, want %s", node.Status.VolumesAttached, want)
+	}
+}
+
+// TestSyncPeriod: a node with attachments is synced again at
+// --attach-detach-reconcile-sync-period, and not when the sync is disabled (zero).
+func TestSyncPeriod(t *testing.T) {
+	pvc, pv := boundVolume()
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachmentName("h", "d", "n1"), UID: "va-uid"},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv.Name}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	node := managedNode("n1", corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: uniqueName("d", "h")}}})
+	for _, period := range []time.Duration{time.Minute, 0} {
+		r, _, _ := newStale(t, node, pvc, pv, va, podOn("p1", "n1"))
+		r.SyncPeriod = period
+		res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != period {
+			t.Errorf("sync period %v: requeued after %v", period, res.RequeueAfter)
+		}
 	}
 }
