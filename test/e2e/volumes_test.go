@@ -167,6 +167,34 @@ var _ = Describe("CSI volumes", func() {
 		}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound), "gold released; logs in %s", logDir)
 	})
 
+	It("of a claim asking for more storage are handed to the driver's external resizer", func(ctx SpecContext) {
+		f := installFakeCSI(ctx, driverName())
+		ns := newNamespace(ctx)
+		DeferCleanup(f.releaseAll, ns)
+
+		Expect(cl.Create(ctx, newClaim(ns, "data", f.class))).To(Succeed())
+		pvc := &corev1.PersistentVolumeClaim{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, pvc)).To(Succeed())
+			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
+		}).WithTimeout(time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "claim bound; logs in %s", logDir)
+
+		By("the claim asks for 2Gi (its class allows expansion): upstream's ExternalExpanding Event")
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		Expect(cl.Patch(ctx, pvc, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cl.List(ctx, events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "data"})).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("InvolvedObject.Kind", "PersistentVolumeClaim"),
+				HaveField("Reason", "ExternalExpanding"),
+				HaveField("Type", corev1.EventTypeNormal),
+				HaveField("Message", "waiting for an external controller to expand this PVC"),
+			)))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "logs in %s", logDir)
+	})
+
 	// The attach latency the issue asks for: E2E_ATTACH_PODS pods (20 in `make e2e`; 200 for
 	// the measurement), each with its own claim bound beforehand, created at once. For each pod,
 	// from the moment the test's watch sees it bound to a node to the moment its watch sees the
