@@ -42,7 +42,10 @@ var _ = Describe("ServiceCIDRs", func() {
 				Ports:     []corev1.ServicePort{{Name: "http", Port: 80}},
 			},
 		}
-		Expect(cl.Create(ctx, svc)).To(Succeed())
+		// The API server's allocator learns of the new range through its own informer, maybe
+		// after the test has seen it Ready: until then the address is refused as out of range.
+		Eventually(ctx, func() error { return cl.Create(ctx, svc.DeepCopy()) }).WithTimeout(30*time.Second).
+			WithPolling(500*time.Millisecond).Should(Succeed(), "Service with clusterIP 10.9.0.10")
 
 		By("deleting the second ServiceCIDR: Ready=False, Terminating, while the Service holds 10.9.0.10")
 		Expect(cl.Delete(ctx, extra)).To(Succeed())
