@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 // ControllerName is upstream's name for this controller, and its field manager and
@@ -54,7 +57,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// As upstream: an apply of the rules alone, forced, under the controller's field manager.
-	return reconcile.Result{}, r.Client.Apply(ctx, rbacv1ac.ClusterRole(role.Name).WithRules(applyRules(rules)...),
+	apply, err := patch.ServerSideApply(rbacv1ac.ClusterRole(role.Name).WithRules(applyRules(rules)...))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.Client.Patch(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role.Name}}, apply,
 		client.FieldOwner(ControllerName), client.ForceOwnership)
 }
 

@@ -32,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kcm/kcm/internal/patch"
 )
 
 const (
@@ -146,14 +148,11 @@ func (r *Reconciler) setReady(ctx context.Context, cidr *networkingv1.ServiceCID
 	apply := networkingv1apply.ServiceCIDR(cidr.Name).WithStatus(networkingv1apply.ServiceCIDRStatus().WithConditions(
 		metav1apply.Condition().WithType(want.Type).WithStatus(want.Status).WithReason(want.Reason).
 			WithMessage(want.Message).WithLastTransitionTime(metav1.NewTime(r.Clock.Now()))))
-	// An apply patch through Patch, not controller-runtime's Apply: that one cannot decode
-	// the API server's answer in protobuf, kcm's default --kube-api-content-type.
-	body, err := json.Marshal(apply)
+	body, err := patch.ServerSideApply(apply)
 	if err != nil {
 		return err
 	}
-	return r.Client.Status().Patch(ctx, cidr.DeepCopy(), client.RawPatch(types.ApplyPatchType, body),
-		client.FieldOwner(ControllerName), client.ForceOwnership)
+	return r.Client.Status().Patch(ctx, cidr.DeepCopy(), body, client.FieldOwner(ControllerName), client.ForceOwnership)
 }
 
 // SetupWithManager registers the controller: every ServiceCIDR change; a ServiceCIDR added
