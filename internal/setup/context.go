@@ -16,7 +16,6 @@ import (
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/version"
@@ -51,8 +50,9 @@ type Context struct {
 // With --use-service-account-credentials each controller acts as its own ServiceAccount in
 // kube-system (its ClientName), as upstream: k8s.io/controller-manager's dynamic client
 // builder creates the ServiceAccount if missing with cfg's identity, and gets and refreshes
-// its tokens through the TokenRequest API. The shared cache, leader election and Events
-// keep cfg's identity, as upstream's informers and leader election do.
+// its tokens through the TokenRequest API. The shared cache and leader election keep cfg's
+// identity, as upstream's informers and leader election do; Events are written with the
+// controller's own (Recorder).
 func NewContext(mgr manager.Manager, opts *options.Options, cfg *rest.Config, overrides ...Override) (*Context, error) {
 	c := &Context{Manager: mgr, Options: opts, Config: cfg, overrides: &overrides, gatesRead: &gateReads{}}
 	if opts.Bool(options.UseServiceAccountCredentials) {
@@ -197,12 +197,6 @@ func (c *Context) NewClient(cfg *rest.Config, cached bool) (client.Client, error
 		return nil, fmt.Errorf("building client for %s: %w", name, err)
 	}
 	return cl, nil
-}
-
-// Recorder returns an events.k8s.io EventRecorder reporting as source (upstream's event
-// source of the controller, not always its name).
-func (c *Context) Recorder(source string) recorder.EventRecorder {
-	return c.Manager.GetEventRecorder(source)
 }
 
 // RootCA is the CA bundle published as kube-root-ca.crt and as tokens' ca.crt:

@@ -33,8 +33,12 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 )
 
-// ControllerName is upstream's name for the controller, its client and its Events.
+// ControllerName is upstream's name for the controller and its client.
 const ControllerName = "disruption-controller"
+
+// EventSource is the source.component of its Events: upstream's disruption controller
+// reports as "controllermanager".
+const EventSource = "controllermanager"
 
 // Reconciler keeps the status of one PodDisruptionBudget.
 type Reconciler struct {

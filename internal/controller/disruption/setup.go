@@ -37,7 +37,7 @@ func Setup(ctx *setup.Context) error {
 	}
 	r := &Reconciler{
 		Client:    cl,
-		Recorder:  ctx.Recorder(ControllerName),
+		Recorder:  ctx.Recorder(EventSource),
 		Discovery: disc,
 	}
 	setup.Apply(ctx, r)

@@ -126,7 +126,8 @@ func evict(ctx context.Context, p *corev1.Pod) error {
 	})
 }
 
-// expectEvent waits for an events.k8s.io Event about the object with the reason and note.
+// expectEvent waits for an Event about the object with the reason and note, reported as
+// upstream's disruption controller reports ("controllermanager").
 func expectEvent(ctx context.Context, ns, regarding, eventType, reason, note string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
@@ -134,7 +135,8 @@ func expectEvent(ctx context.Context, ns, regarding, eventType, reason, note str
 		g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		var seen []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == regarding && e.Reason == reason && e.Type == eventType && e.Note == note {
+			if e.Regarding.Name == regarding && e.Reason == reason && e.Type == eventType && e.Note == note &&
+				e.DeprecatedSource.Component == "controllermanager" && e.ReportingController == "controllermanager" {
 				return
 			}
 			seen = append(seen, fmt.Sprintf("%s %s %s: %s", e.Regarding.Name, e.Type, e.Reason, e.Note))

@@ -184,15 +184,21 @@ func expectNoFinalizers(j *batchv1.Job) {
 	}).Should(Succeed())
 }
 
-// eventReasons lists the reasons of the Events about the Job, oldest first.
+// eventReasons lists the reasons of the Events about the Job, oldest first, a reason once
+// per occurrence: the Events are core/v1 ones, as upstream's, so a repeated Event is one
+// object whose count grows.
 func eventReasons(g Gomega, j *batchv1.Job) []string {
 	list := &eventsv1.EventList{}
 	g.Expect(env.Client.List(ctx, list, client.InNamespace(j.Namespace))).To(Succeed())
-	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int {
+		return a.DeprecatedFirstTimestamp.Compare(b.DeprecatedFirstTimestamp.Time)
+	})
 	var out []string
 	for _, e := range list.Items {
 		if e.Regarding.Kind == "Job" && e.Regarding.Name == j.Name && e.ReportingController == "job-controller" {
-			out = append(out, e.Reason)
+			for range max(1, e.DeprecatedCount) {
+				out = append(out, e.Reason)
+			}
 		}
 	}
 	return out

@@ -42,6 +42,9 @@ import (
 // ControllerName is upstream's name for this controller.
 const ControllerName = "node-lifecycle-controller"
 
+// EventSource is the source.component of its Events, upstream's former name for it.
+const EventSource = "node-controller"
+
 // evictionPeriod is how often queued NoExecute taints are tried, as upstream's
 // NodeEvictionPeriod.
 const evictionPeriod = 100 * time.Millisecond

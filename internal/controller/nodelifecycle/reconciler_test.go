@@ -113,8 +113,11 @@ var _ = Describe("node-lifecycle-controller", func() {
 		Eventually(func(g Gomega) {
 			events := &eventsv1.EventList{}
 			g.Expect(env.Client.List(ctx, events)).To(Succeed())
-			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeNotReady"), HaveField("Regarding.Name", node.Name))))
-			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeNotReady"), HaveField("Regarding.Name", pod.Name))))
+			// Reported as upstream's node lifecycle controller reports: "node-controller".
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeNotReady"), HaveField("Regarding.Name", node.Name),
+				HaveField("DeprecatedSource.Component", "node-controller"))))
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeNotReady"), HaveField("Regarding.Name", pod.Name),
+				HaveField("DeprecatedSource.Component", "node-controller"))))
 		}).Should(Succeed())
 
 		// The kubelet comes back.

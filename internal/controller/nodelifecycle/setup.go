@@ -35,7 +35,7 @@ func Setup(ctx *setup.Context) error {
 		Leases:                 cl,
 		APIReader:              reader,
 		LeaseCircuitBreaker:    ctx.Enabled(features.NodeControllerLeaseCircuitBreaker),
-		Recorder:               ctx.Recorder(ControllerName),
+		Recorder:               ctx.Recorder(EventSource),
 		MonitorPeriod:          ctx.Duration(options.NodeMonitorPeriod),
 		MonitorGracePeriod:     ctx.Duration(options.NodeMonitorGracePeriod),
 		StartupGracePeriod:     ctx.Duration(options.NodeStartupGracePeriod),

@@ -13,10 +13,12 @@ import (
 // Kind adapts one API type to the replica logic, which works on apps/v1 ReplicaSets: a
 // ReplicationController is viewed as the equivalent ReplicaSet, as upstream does.
 type Kind struct {
-	// ControllerName is upstream's controller name, also the reporting controller of Events.
+	// ControllerName is upstream's controller name.
 	ControllerName string
-	GVK            schema.GroupVersionKind
-	New            func() client.Object
+	// EventSource is the source.component of its Events, as upstream's.
+	EventSource string
+	GVK         schema.GroupVersionKind
+	New         func() client.Object
 	// View returns the object as a ReplicaSet; it shares no memory with obj.
 	View func(obj client.Object) *appsv1.ReplicaSet
 	// SetStatus writes a ReplicaSet status into obj.
@@ -30,6 +32,7 @@ type Kind struct {
 // ReplicaSetKind is the replicaset-controller's kind.
 var ReplicaSetKind = Kind{
 	ControllerName: "replicaset-controller",
+	EventSource:    "replicaset-controller",
 	GVK:            appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 	New:            func() client.Object { return &appsv1.ReplicaSet{} },
 	View:           func(obj client.Object) *appsv1.ReplicaSet { return obj.(*appsv1.ReplicaSet).DeepCopy() },
@@ -53,6 +56,7 @@ var ReplicaSetKind = Kind{
 // ReplicationControllerKind is the replicationcontroller-controller's kind.
 var ReplicationControllerKind = Kind{
 	ControllerName: "replicationcontroller-controller",
+	EventSource:    "replication-controller",
 	GVK:            corev1.SchemeGroupVersion.WithKind("ReplicationController"),
 	New:            func() client.Object { return &corev1.ReplicationController{} },
 	View:           func(obj client.Object) *appsv1.ReplicaSet { return rcAsReplicaSet(obj.(*corev1.ReplicationController)) },

@@ -346,6 +346,13 @@ var _ = Describe("replicationcontroller-controller", func() {
 			g.Expect(got.Status.FullyLabeledReplicas).To(Equal(int32(3)))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(int64(1)))
 		}).Should(Succeed())
+		// Its Events are reported as upstream's: "replication-controller".
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "SuccessfulCreate"), HaveField("Regarding.Name", "rc"),
+				HaveField("DeprecatedSource.Component", "replication-controller"))))
+		}).Should(Succeed())
 
 		Eventually(func() error {
 			got := &corev1.ReplicationController{}

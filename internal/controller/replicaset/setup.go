@@ -58,7 +58,7 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 		DeletionCost: ctx.Enabled(features.PodDeletionCost),
 		Client:       cl,
 		APIReader:    reader,
-		Recorder:     ctx.Recorder(kind.ControllerName),
+		Recorder:     ctx.Recorder(kind.EventSource),
 	}
 	if kind.GVK == ReplicaSetKind.GVK && ctx.Enabled(features.StaleControllerConsistencyReplicaSet) {
 		r.Stale = NewStaleGuard(ctx.Manager.GetCache())
