@@ -29,6 +29,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	endpointslicerec "k8s.io/endpointslice"
+	endpointslicemetrics "k8s.io/endpointslice/metrics"
 	"k8s.io/endpointslice/topologycache"
 	endpointsliceutil "k8s.io/endpointslice/util"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -96,8 +97,28 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=create;update;delete
 
-// Reconcile brings the Service's slices in line with its pods.
+// Reconcile brings the Service's slices in line with its pods, and counts the sync's result
+// in endpoint_slice_controller_syncs as upstream's handleErr does.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.sync(ctx, req)
+	trackSync(err)
+	return res, err
+}
+
+// trackSync counts one sync by result: "stale" when the cache had not caught up with the
+// controller's own writes, "error" for any other failure, "success" otherwise.
+func trackSync(err error) {
+	result := "success"
+	switch {
+	case errors.Is(err, errStaleCache):
+		result = "stale"
+	case err != nil:
+		result = "error"
+	}
+	endpointslicemetrics.EndpointSliceSyncs.WithLabelValues(result).Inc()
+}
+
+func (r *Reconciler) sync(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -196,6 +217,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.MaxEndpointsPerSlice <= 0 {
 		r.MaxEndpointsPerSlice = DefaultMaxEndpointsPerSlice
 	}
+	// The library's families (endpoint_slice_controller_*), recorded by its Reconciler and
+	// by Reconcile, registered once as upstream's constructor does.
+	endpointslicemetrics.RegisterMetrics()
 	r.slices = endpointsliceutil.NewEndpointSliceTracker()
 	r.triggers = endpointsliceutil.NewTriggerTimeTracker()
 	r.topology = topologycache.NewTopologyCache()
