@@ -240,7 +240,9 @@ func (p *pass) collect(ctx context.Context, pods []*corev1.Pod, cond *corev1.Pod
 	}
 	return parallel.Do(ctx, len(todo), limit, func(ctx context.Context, i int) error {
 		pod := todo[i]
-		if err := p.r.markFailedAndDelete(ctx, pod, cond, p.now); err != nil && !apierrors.IsNotFound(err) {
+		err := p.r.markFailedAndDelete(ctx, pod, cond, p.now)
+		recordForceDelete(pod.Namespace, reason, err)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("force deleting %s pod %s: %w", reason, client.ObjectKeyFromObject(pod), err)
 		}
 		return nil

@@ -61,6 +61,13 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(getPod(g, ns, "e")).To(BeNil())
 		}).Should(Succeed())
 		Consistently(func(g Gomega) { live(g, "b", "c", "d") }, 3*period, 100*time.Millisecond).Should(Succeed())
+		// Upstream's counters count every attempt, and as failed those that erred (a pass
+		// reading the cache before it saw a deletion may try again and find the pod gone):
+		// two pods went.
+		deleted := map[string]string{"namespace": ns, "reason": "terminated"}
+		attempts := counter(Default, "pod_gc_collector_force_delete_pods_total", deleted)
+		failed := counter(Default, "pod_gc_collector_force_delete_pod_errors_total", deleted)
+		Expect(attempts - failed).To(Equal(2.0))
 	})
 
 	It("deletes the pods of a node that does not exist after the quarantine, with DisruptionTarget, and keeps those of nodes that exist", func() {
@@ -105,6 +112,8 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(c.Message).To(Equal("PodGC: node no longer exists"))
 			g.Expect(c.ObservedGeneration).To(Equal(int64(1)))
 			g.Expect(c.LastTransitionTime.IsZero()).To(BeFalse())
+			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+				map[string]string{"namespace": ns, "reason": "orphaned"})).To(BeNumerically(">=", 2))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			live(g, "kept", "late")
@@ -124,6 +133,8 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(p).NotTo(BeNil())
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 			g.Expect(disruptionTarget(p)).To(BeNil())
+			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+				map[string]string{"namespace": ns, "reason": "unscheduled"})).To(BeNumerically(">=", 1))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			live(g, "pending")
@@ -161,6 +172,8 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(p.DeletionGracePeriodSeconds).To(HaveValue(BeZero()))
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 			g.Expect(disruptionTarget(p)).To(BeNil())
+			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+				map[string]string{"namespace": ns, "reason": "out-of-service"})).To(BeNumerically(">=", 2))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			live(g, "running")

@@ -20,6 +20,7 @@ var Descriptor = setup.Descriptor{
 // upstream's period and quarantine.
 func Setup(ctx *setup.Context) error {
 	threshold := int(ctx.Int32(options.TerminatedPodGCThreshold))
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
