@@ -55,7 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, j); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	left, due, err := r.timeLeft(ctx, j)
+	left, _, due, err := r.timeLeft(ctx, j)
 	if err != nil || !due {
 		return reconcile.Result{RequeueAfter: left}, err
 	}
@@ -66,30 +66,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.APIReader.Get(ctx, req.NamespacedName, fresh); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	left, due, err = r.timeLeft(ctx, fresh)
+	left, expiresAt, due, err := r.timeLeft(ctx, fresh)
 	if err != nil || !due {
 		return reconcile.Result{RequeueAfter: left}, err
 	}
 	logger.V(4).Info("Cleaning up Job", "job", client.ObjectKeyFromObject(fresh))
 	err = r.Client.Delete(ctx, fresh, client.PropagationPolicy(propagation),
 		client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
 		// A conflict means the Job changed after it was read: look again.
 		return reconcile.Result{}, err
 	}
+	recordDeletion(r.Clock.Now(), expiresAt)
 	return reconcile.Result{}, nil
 }
 
-// timeLeft is how long until the Job expires; due when it has, false with no wait when it
-// needs no cleanup.
-func (r *Reconciler) timeLeft(ctx context.Context, j *batchv1.Job) (time.Duration, bool, error) {
+// timeLeft is how long until the Job expires, and when; due when it has, false with no wait
+// when it needs no cleanup.
+func (r *Reconciler) timeLeft(ctx context.Context, j *batchv1.Job) (time.Duration, time.Time, bool, error) {
 	finishedAt, expiresAt, ok, err := expiry(j)
 	if err != nil {
 		// Only a new status can fix it, and a new status brings the Job back.
-		return 0, false, reconcile.TerminalError(err)
+		return 0, time.Time{}, false, reconcile.TerminalError(err)
 	}
 	if !ok {
-		return 0, false, nil
+		return 0, time.Time{}, false, nil
 	}
 	now := r.Clock.Now()
 	if finishedAt.After(now) {
@@ -97,9 +101,9 @@ func (r *Reconciler) timeLeft(ctx context.Context, j *batchv1.Job) (time.Duratio
 	}
 	left := expiresAt.Sub(now)
 	if left > 0 {
-		return left, false, nil
+		return left, expiresAt, false, nil
 	}
-	return 0, true, nil
+	return 0, expiresAt, true, nil
 }
 
 // SetupWithManager watches the Jobs that have finished with a TTL and are not being deleted.

@@ -98,10 +98,14 @@ var _ = Describe("ttl-after-finished-controller", func() {
 		finishedAt := time.Now().Truncate(time.Second)
 		finish(ctx, j, finishedAt, false)
 		expiry := finishedAt.Add(2 * time.Second)
+		before := deletionHistogram()
 
 		Consistently(exists(ctx, j)).WithTimeout(time.Until(expiry.Add(-200 * time.Millisecond))).Should(Succeed())
 		Eventually(deleted(ctx, j)).WithTimeout(time.Until(expiry.Add(5 * time.Second))).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally(">=", expiry))
+		// The deletion is observed, as upstream, with how long after its expiry it came.
+		Eventually(func() uint64 { return deletionHistogram().GetSampleCount() }).Should(BeNumerically(">", before.GetSampleCount()))
+		Expect(deletionHistogram().GetSampleSum()).To(BeNumerically(">=", before.GetSampleSum()))
 		// A Job without pods: the garbage collector finishes the foreground deletion at once.
 		Eventually(gone(ctx, j)).Should(Succeed())
 	})

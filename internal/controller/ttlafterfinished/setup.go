@@ -17,6 +17,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs ttl-after-finished-controller with --concurrent-ttl-after-finished-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentTTLAfterFinishedSyncs)
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
