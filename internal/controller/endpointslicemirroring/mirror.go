@@ -41,7 +41,16 @@ type Plan struct {
 	// Invalid counts addresses that are not IPs; Skipped counts every address not mirrored
 	// (invalid or past the per-subset limit).
 	Invalid, Skipped int
+	// Added, Updated and Removed count the endpoints the plan adds to, changes in and
+	// removes from the slices of the desired groups, as upstream's metrics count them.
+	Added, Updated, Removed int
+	// Groups are the desired groups' endpoints and slices once the plan is written, by
+	// group key (upstream's efficiency figures).
+	Groups map[string]GroupSize
 }
+
+// GroupSize is one group's desired endpoints and the slices it will have.
+type GroupSize struct{ Endpoints, Slices int }
 
 // group is the desired content of the slice for one address type and port list.
 type group struct {
@@ -100,22 +109,51 @@ func PlanSlices(ep *corev1.Endpoints, existing []*discoveryv1.EndpointSlice, max
 			plan.Delete = append(plan.Delete, have...)
 		}
 	}
+	plan.Groups = map[string]GroupSize{}
 	for _, k := range order {
 		g, have := desired[k], existingByKey[k]
+		size := GroupSize{Endpoints: len(g.endpoints), Slices: 1}
 		switch {
 		case len(g.endpoints) == 0:
 			plan.Delete = append(plan.Delete, have...)
+			for _, s := range have {
+				plan.Removed += len(s.Endpoints)
+			}
+			size.Slices = 0
 		case len(have) == 0:
 			plan.Create = append(plan.Create, newSlice(ep, g, nil))
+			plan.Added += len(g.endpoints)
 		default:
 			plan.Delete = append(plan.Delete, have[1:]...)
+			plan.countChanges(have[0], g)
 			if !upToDate(ep, have[0], g) {
 				plan.Update = append(plan.Update, newSlice(ep, g, have[0]))
 			}
 		}
+		plan.Groups[k] = size
 	}
 	recycle(&plan)
 	return plan
+}
+
+// countChanges counts, as upstream, the endpoints of the group missing from the slice it
+// keeps (added), the slice's endpoints the group no longer has (removed) and those that
+// differ (updated); the endpoints of the slices deleted beside it are not counted.
+func (plan *Plan) countChanges(kept *discoveryv1.EndpointSlice, g *group) {
+	matches := 0
+	for i := range kept.Endpoints {
+		want := g.endpoints.Get(&kept.Endpoints[i])
+		switch {
+		case want == nil:
+			plan.Removed++
+		case !endpointsliceutil.EndpointsEqualBeyondHash(want, &kept.Endpoints[i]):
+			matches++
+			plan.Updated++
+		default:
+			matches++
+		}
+	}
+	plan.Added += len(g.endpoints) - matches
 }
 
 // recycle turns a creation and a deletion of the same address type into an update of the

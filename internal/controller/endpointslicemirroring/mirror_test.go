@@ -131,33 +131,46 @@ func TestPlanSlices(t *testing.T) {
 		create, update, delete    int
 		invalid, skipped          int
 		wantEndpointsInFirstWrite int
+		// The endpoints counted as upstream's metrics count them, and the slices the
+		// desired groups will have.
+		added, updated, removed, slices int
 	}{
-		{name: "unchanged: nothing to write", ep: func() *corev1.Endpoints { return ep.DeepCopy() }},
+		{name: "unchanged: nothing to write", ep: func() *corev1.Endpoints { return ep.DeepCopy() }, slices: 1},
 		{name: "only the trigger time changed: nothing to write", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Annotations[corev1.EndpointsLastChangeTriggerTime] = "later"
 			return e
-		}},
+		}, slices: 1},
 		{name: "an address added: the slice is updated in place", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Subsets[0].Addresses = append(e.Subsets[0].Addresses, ips("10.0.0.3")...)
 			return e
-		}, update: 1, wantEndpointsInFirstWrite: 3},
+		}, update: 1, wantEndpointsInFirstWrite: 3, added: 1, slices: 1},
+		{name: "an address turned not ready: updated", ep: func() *corev1.Endpoints {
+			e := ep.DeepCopy()
+			e.Subsets[0].Addresses, e.Subsets[0].NotReadyAddresses = ips("10.0.0.1"), ips("10.0.0.2")
+			return e
+		}, update: 1, wantEndpointsInFirstWrite: 2, updated: 1, slices: 1},
+		{name: "an address gone: updated", ep: func() *corev1.Endpoints {
+			e := ep.DeepCopy()
+			e.Subsets[0].Addresses = ips("10.0.0.1")
+			return e
+		}, update: 1, wantEndpointsInFirstWrite: 1, removed: 1, slices: 1},
 		{name: "a label changed: updated", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Labels["team"] = "b"
 			return e
-		}, update: 1, wantEndpointsInFirstWrite: 2},
+		}, update: 1, wantEndpointsInFirstWrite: 2, slices: 1},
 		{name: "an Endpoints recreated under the same name: rebuilt", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.UID = "new-uid"
 			return e
-		}, update: 1, wantEndpointsInFirstWrite: 2},
+		}, update: 1, wantEndpointsInFirstWrite: 2, slices: 1},
 		{name: "the port changed: the old slice is recycled for the new port", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Subsets[0].Ports = []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}
 			return e
-		}, update: 1, wantEndpointsInFirstWrite: 2},
+		}, update: 1, wantEndpointsInFirstWrite: 2, added: 2, slices: 1},
 		{name: "no addresses left: the slice goes", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Subsets = nil
@@ -167,12 +180,12 @@ func TestPlanSlices(t *testing.T) {
 			e := ep.DeepCopy()
 			e.Subsets[0].Addresses = append(e.Subsets[0].Addresses, ips("bogus", "10.0.0.256")...)
 			return e
-		}, invalid: 2, skipped: 2},
+		}, invalid: 2, skipped: 2, slices: 1},
 		{name: "past the per-subset limit: ready first, the rest skipped", ep: func() *corev1.Endpoints {
 			e := ep.DeepCopy()
 			e.Subsets[0].NotReadyAddresses = ips("10.0.1.1", "10.0.1.2")
 			return e
-		}, max: 3, update: 1, skipped: 1, wantEndpointsInFirstWrite: 3},
+		}, max: 3, update: 1, skipped: 1, wantEndpointsInFirstWrite: 3, added: 1, slices: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +204,17 @@ func TestPlanSlices(t *testing.T) {
 			}
 			if plan.Invalid != tt.invalid || plan.Skipped != tt.skipped {
 				t.Errorf("invalid, skipped = %d, %d; want %d, %d", plan.Invalid, plan.Skipped, tt.invalid, tt.skipped)
+			}
+			if plan.Added != tt.added || plan.Updated != tt.updated || plan.Removed != tt.removed {
+				t.Errorf("added, updated, removed = %d, %d, %d; want %d, %d, %d",
+					plan.Added, plan.Updated, plan.Removed, tt.added, tt.updated, tt.removed)
+			}
+			slices := 0
+			for _, g := range plan.Groups {
+				slices += g.Slices
+			}
+			if slices != tt.slices {
+				t.Errorf("groups %v have %d slices; want %d", plan.Groups, slices, tt.slices)
 			}
 			if len(plan.Update) > 0 {
 				u := plan.Update[0]

@@ -59,6 +59,8 @@ type Reconciler struct {
 	// slices tells the controller's own slice writes from others' and a cache that has not
 	// caught up with them (upstream's tracker).
 	slices *endpointsliceutil.EndpointSliceTracker
+	// sizes feeds the endpoints_desired and *_endpoint_slices gauges.
+	sizes *sizeCache
 }
 
 // What endpointslice-mirroring-controller's own client does (reads of the shared cache and
@@ -68,8 +70,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=endpoints/finalizers,verbs=update
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=create;update;delete
 
-// Reconcile mirrors the Endpoints, or deletes its mirrored slices when it must not be.
+// Reconcile mirrors the Endpoints, or deletes its mirrored slices when it must not be. Every
+// sync's duration is observed, in whole milliseconds as upstream.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	defer func() {
+		endpointsSyncDuration.WithLabelValues().Observe(float64(time.Since(start).Milliseconds()) / 1000)
+	}()
 	ep := &corev1.Endpoints{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ep); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -107,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	plan := PlanSlices(ep, existing, r.MaxEndpointsPerSubset)
+	addressesSkippedPerSync.WithLabelValues().Observe(float64(plan.Skipped))
 	if plan.Invalid > 0 {
 		r.Recorder.Eventf(ep, nil, corev1.EventTypeWarning, InvalidIPAddress, "Mirror",
 			"Skipped %d invalid IP addresses when mirroring to EndpointSlices", plan.Invalid)
@@ -116,6 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			"A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. %d addresses were skipped",
 			r.MaxEndpointsPerSubset, plan.Skipped)
 	}
+	endpointsAddedPerSync.WithLabelValues().Observe(float64(plan.Added))
+	endpointsUpdatedPerSync.WithLabelValues().Observe(float64(plan.Updated))
+	endpointsRemovedPerSync.WithLabelValues().Observe(float64(plan.Removed))
+	r.sizes.set(req.NamespacedName, plan.Groups)
 	return reconcile.Result{}, r.apply(ctx, ep, plan)
 }
 
@@ -131,6 +143,7 @@ func (r *Reconciler) apply(ctx context.Context, ep *corev1.Endpoints, plan Plan)
 				return fmt.Errorf("creating EndpointSlice for Endpoints %s: %w", key, err)
 			}
 			r.slices.Update(s)
+			sliceChanges.WithLabelValues("create").Inc()
 		}
 	}
 	for _, s := range plan.Update {
@@ -138,12 +151,14 @@ func (r *Reconciler) apply(ctx context.Context, ep *corev1.Endpoints, plan Plan)
 			return fmt.Errorf("updating EndpointSlice %s for Endpoints %s: %w", s.Name, key, err)
 		}
 		r.slices.Update(s)
+		sliceChanges.WithLabelValues("update").Inc()
 	}
 	for _, s := range plan.Delete {
 		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting EndpointSlice %s for Endpoints %s: %w", s.Name, key, err)
 		}
 		r.slices.ExpectDeletion(s)
+		sliceChanges.WithLabelValues("delete").Inc()
 	}
 	if n := len(plan.Create) + len(plan.Update) + len(plan.Delete); n > 0 {
 		log.FromContext(ctx).V(4).Info("Mirrored Endpoints", "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
@@ -173,6 +188,8 @@ func (r *Reconciler) deleteMirrored(ctx context.Context, key types.NamespacedNam
 		return err
 	}
 	r.slices.DeleteService(key.Namespace, key.Name)
+	// Upstream counts these deletions in no family but drops the Endpoints from the gauges.
+	r.sizes.forget(key)
 	var errs []error
 	for _, s := range slices {
 		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
@@ -196,6 +213,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return fmt.Errorf("%s: MaxEndpointsPerSubset must be positive, got %d", ControllerName, r.MaxEndpointsPerSubset)
 	}
 	r.slices = endpointsliceutil.NewEndpointSliceTracker()
+	r.sizes = newSizeCache(r.MaxEndpointsPerSubset)
+	registerMetrics()
 	mirrorable := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return ShouldMirror(e.Object.(*corev1.Endpoints)) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
