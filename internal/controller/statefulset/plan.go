@@ -24,6 +24,10 @@ const (
 	// stepClaims creates a pending pod's missing claims and fixes its claims' ownerReferences
 	// to match the retention policy.
 	stepClaims
+	// stepReportUnavailable reports how many pods the rolling update counted unavailable
+	// (upstream's statefulset_unavailable_replicas): it runs, as upstream reports it, only
+	// when the stages before succeeded.
+	stepReportUnavailable
 )
 
 // deleteReason says why a pod is deleted.
@@ -46,6 +50,8 @@ type step struct {
 	// createClaims asks stepClaims to create missing claims.
 	createClaims bool
 	reason       deleteReason
+	// unavailable is what stepReportUnavailable reports.
+	unavailable int
 }
 
 // planInput is what the decisions are made from.
@@ -237,10 +243,10 @@ func rollingUpdate(set *appsv1.StatefulSet, replicas []*corev1.Pod, updateRevisi
 			}
 		}
 	}
+	out := []step{{kind: stepReportUnavailable, unavailable: unavailablePods}}
 	if unavailablePods >= maxUnavailable && unavailableOld == 0 {
-		return nil
+		return out
 	}
-	var out []step
 	del := func(i int) {
 		out = append(out, step{kind: stepDelete, ordinal: start + i, pod: replicas[i], reason: reasonUpdate})
 	}

@@ -279,3 +279,40 @@ func TestNewPodRevision(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReportsUnavailable: the rolling update reports its count of unavailable pods
+// (upstream's statefulset_unavailable_replicas) only when the plan reaches it with
+// maxUnavailable honoured; -1: no report.
+func TestPlanReportsUnavailable(t *testing.T) {
+	tests := []struct {
+		name       string
+		set        *appsv1.StatefulSet
+		pods       []*corev1.Pod
+		oneAtATime bool
+		want       int
+	}{
+		{"all available", testSet(3), []*corev1.Pod{testPod(0, "R", "b"), testPod(1, "R", "b"), testPod(2, "R", "b")}, false, 0},
+		{"parallel: missing, pending and unready count", testSet(4, parallel),
+			[]*corev1.Pod{testPod(0, "R", "a"), testPod(1, "P", "b"), testPod(2, "U", "a")}, false, 3},
+		{"parallel: a terminating pod counts", testSet(2, parallel),
+			[]*corev1.Pod{testPod(0, "R", "b"), testPod(1, "T", "b")}, false, 1},
+		{"ordered: halted before the rolling update", testSet(3), []*corev1.Pod{testPod(0, "U", "b")}, false, -1},
+		{"on delete", testSet(1, onDelete), []*corev1.Pod{testPod(0, "R", "b")}, false, -1},
+		{"without MaxUnavailableStatefulSet", testSet(1), []*corev1.Pod{testPod(0, "R", "b")}, true, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := -1
+			for _, stage := range plan(planInput{set: tt.set, currentRevision: "a", updateRevision: "b", pods: tt.pods, now: now, oneAtATime: tt.oneAtATime}) {
+				for _, s := range stage {
+					if s.kind == stepReportUnavailable {
+						got = s.unavailable
+					}
+				}
+			}
+			if got != tt.want {
+				t.Errorf("reported %d unavailable, want %d", got, tt.want)
+			}
+		})
+	}
+}

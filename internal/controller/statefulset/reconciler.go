@@ -135,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status.CollisionCount = &collisionCount
 	status.Conditions = set.Status.Conditions
 	completeUpdate(set, &status)
+	if r.MaxUnavailable {
+		recordMaxUnavailable(set)
+	}
 	if err := r.patchStatus(ctx, set, status); err != nil {
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}
@@ -276,6 +279,8 @@ func (r *Reconciler) act(ctx context.Context, set *appsv1.StatefulSet, current, 
 			return r.relabel(ctx, set, s.pod)
 		case stepClaims:
 			return r.syncClaims(ctx, set, s.pod, s.createClaims)
+		case stepReportUnavailable:
+			recordUnavailable(set, s.unavailable)
 		}
 		return nil
 	}

@@ -109,6 +109,18 @@ var _ = Describe("statefulset-controller", func() {
 			g.Expect(podNames(pods(ctx, g, ns))).To(Equal([]string{"par-5", "par-6", "par-7"}))
 		}).Should(Succeed())
 		Expect(pods(ctx, Default, ns)["par-6"].Labels).To(HaveKeyWithValue(appsv1.PodIndexLabel, "6"))
+
+		// Upstream's gauges: no pod is ready yet, all three are unavailable, with the default
+		// budget of 1; then all are.
+		labels := map[string]string{"statefulset_namespace": ns, "statefulset_name": "par", "pod_management_policy": "Parallel"}
+		Eventually(func(g Gomega) {
+			g.Expect(gauge(g, "statefulset_controller_statefulset_unavailable_replicas", labels)).To(Equal(3.0))
+			g.Expect(gauge(g, "statefulset_controller_statefulset_max_unavailable", labels)).To(Equal(1.0))
+		}).Should(Succeed())
+		readyAll(ctx, ns, 3)
+		Eventually(func(g Gomega) float64 {
+			return gauge(g, "statefulset_controller_statefulset_unavailable_replicas", labels)
+		}).Should(BeZero())
 	})
 
 	It("rolls a partition in reverse ordinal order and rolls back", func() {

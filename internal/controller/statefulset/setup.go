@@ -20,6 +20,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs statefulset-controller with --concurrent-statefulset-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentStatefulsetSyncs)
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
