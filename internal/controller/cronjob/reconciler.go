@@ -185,6 +185,7 @@ func (r *Reconciler) start(ctx context.Context, cj *batchv1.CronJob, p plan) err
 	err = r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
+		recordCreation(job.CreationTimestamp.Time, p.ScheduledTime)
 		logger.V(4).Info("Created Job", "job", job.Name)
 		r.record(cj, about(job, normal("SuccessfulCreate", "Create", "Created job %v", job.Name)))
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):

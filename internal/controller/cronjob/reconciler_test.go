@@ -16,6 +16,7 @@ var _ = Describe("cronjob-controller", func() {
 
 	It("starts a due run: the Job named after the minute, from the template, controlled by the CronJob, and reports it", func(ctx context.Context) {
 		scheduled := nextRun()
+		before := skewHistogram().GetSampleCount()
 		cj := createCronJob(ctx, newCronJob(ns, "report", "* * * * *", func(cj *batchv1.CronJob) {
 			cj.Spec.TimeZone = new("Asia/Kolkata")
 			cj.Spec.JobTemplate.Labels = map[string]string{"team": "billing"}
@@ -35,6 +36,8 @@ var _ = Describe("cronjob-controller", func() {
 		Expect(*j.Spec.BackoffLimit).To(Equal(int32(2)))
 		Expect(metav1.IsControlledBy(j, cj)).To(BeTrue())
 		Expect(j.OwnerReferences[0].BlockOwnerDeletion).To(HaveValue(BeTrue()))
+		// The creation is observed, as upstream, with its skew from the schedule time.
+		Eventually(func() uint64 { return skewHistogram().GetSampleCount() }).Should(BeNumerically(">", before))
 
 		Eventually(func(g Gomega) {
 			c := getCronJob(ctx, g, cj)

@@ -19,6 +19,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs cronjob-controller with --concurrent-cron-job-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentCronJobSyncs)
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
