@@ -144,7 +144,13 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		if err != nil {
 			return err
 		}
-		victims := podsToDelete(active, related, n, r.DeletionCost, r.Clock.Now())
+		now := r.Clock.Now()
+		victims := podsToDelete(active, related, n, r.DeletionCost, now)
+		if n < len(active) {
+			for _, ratio := range deletionAgeRatios(active, victims, now) {
+				sortingDeletionAgeRatio.Observe(ratio)
+			}
+		}
 		keys := make([]string, len(victims))
 		for i, p := range victims {
 			keys[i] = podKey(p)

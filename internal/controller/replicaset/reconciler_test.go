@@ -108,6 +108,33 @@ var _ = Describe("replicaset-controller", func() {
 		Consistently(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(4)) }, 2*time.Second).Should(Succeed())
 	})
 
+	It("observes the age ratio of the ready pods a scale-down chose, as upstream", func() {
+		Expect(env.Client.Create(ctx, newReplicaSet(ns, "ratio", 3))).To(Succeed())
+		var all []corev1.Pod
+		Eventually(func(g Gomega) { all = pods(ctx, g, ns); g.Expect(all).To(HaveLen(3)) }).Should(Succeed())
+		for i := range all {
+			setReady(ctx, &all[i], time.Now())
+		}
+		Eventually(func(g Gomega) { g.Expect(get(g, "ratio").Status.ReadyReplicas).To(Equal(int32(3))) }).Should(Succeed())
+		before := uint64(0)
+		if h := ageRatios(Default); h != nil {
+			before = h.GetSampleCount()
+		}
+
+		// Two of three ready pods go: two observations, each at least 1 (no pod is younger
+		// than the youngest), in upstream's buckets 0.25 to 8.
+		scale("ratio", 1)
+		Eventually(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(1)) }).Should(Succeed())
+		Eventually(func(g Gomega) {
+			h := ageRatios(g)
+			g.Expect(h).NotTo(BeNil())
+			g.Expect(h.GetSampleCount()).To(Equal(before + 2))
+			g.Expect(h.GetBucket()).To(HaveLen(6))
+			g.Expect(h.GetBucket()[0].GetUpperBound()).To(Equal(0.25))
+			g.Expect(h.GetBucket()[5].GetUpperBound()).To(Equal(8.0))
+		}).Should(Succeed())
+	})
+
 	It("follows the /scale subresource and reports it back through it", func() {
 		rs := newReplicaSet(ns, "scaled", 1)
 		Expect(env.Client.Create(ctx, rs)).To(Succeed())

@@ -47,6 +47,7 @@ var ReplicationControllerDescriptor = setup.Descriptor{
 
 func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	workers := ctx.Workers(workersFlag)
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err
