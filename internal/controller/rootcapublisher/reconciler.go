@@ -6,6 +6,7 @@ package rootcapublisher
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -47,36 +48,49 @@ type Reconciler struct {
 // reads them from its informers; the controller's own identity only writes.
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;update
 
-// Reconcile creates or repairs the namespace's kube-root-ca.crt.
+// Reconcile creates or repairs the namespace's kube-root-ca.crt, and records the sync in
+// upstream's metrics with the outcome upstream's sync would have: a create that found the
+// ConfigMap already there counts as 409, as upstream's returns that error, though here it is
+// not retried (the ConfigMap's own event brings the namespace back).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	err := r.sync(ctx, req)
+	recordSync(start, err)
+	if apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+func (r *Reconciler) sync(ctx context.Context, req reconcile.Request) error {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	if ns.Status.Phase == corev1.NamespaceTerminating {
-		return reconcile.Result{}, nil
+		return nil
 	}
 
 	cm := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: ConfigMapName}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		return reconcile.Result{}, r.create(ctx, ns)
+		return r.create(ctx, ns)
 	case err != nil:
-		return reconcile.Result{}, err
+		return err
 	}
 
 	want, changed := Desired(cm, r.RootCA)
 	if !changed {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	// An update carrying the cached resourceVersion, as upstream's: its role grants update,
 	// not patch, and a conflict requeues to compare again with the newer ConfigMap.
 	if err := r.Client.Update(ctx, want); err != nil {
-		return reconcile.Result{}, fmt.Errorf("updating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
+		return fmt.Errorf("updating ConfigMap %s/%s: %w", ns.Name, ConfigMapName, err)
 	}
 	log.FromContext(ctx).V(2).Info("Updated ConfigMap", "configMap", client.ObjectKeyFromObject(want))
-	return reconcile.Result{}, nil
+	return nil
 }
 
 func (r *Reconciler) create(ctx context.Context, ns *corev1.Namespace) error {
@@ -87,7 +101,8 @@ func (r *Reconciler) create(ctx context.Context, ns *corev1.Namespace) error {
 		return nil
 	case apierrors.IsAlreadyExists(err):
 		// The cache lagged behind; the update event of that ConfigMap brings us back.
-		return nil
+		// Returned for the metrics only: Reconcile does not retry it.
+		return err
 	case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil
 	default:

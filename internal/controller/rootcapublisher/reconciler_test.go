@@ -33,9 +33,11 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 		}
 	})
 
-	It("publishes into a new namespace", func() {
+	It("publishes into a new namespace, counting the sync in upstream's metrics", func() {
+		ok := syncs(Default)["200"]
 		ns := env.Namespace(ctx, "rootca")
 		Eventually(func(g Gomega) { published(g, ns) }).Should(Succeed())
+		Eventually(func(g Gomega) { g.Expect(syncs(g)["200"]).To(BeNumerically(">", ok)) }).Should(Succeed())
 	})
 
 	It("reverts edits to the data and keeps other annotations and labels", func() {
@@ -71,10 +73,12 @@ var _ = Describe("root-ca-certificate-publisher-controller", func() {
 			return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}})
 		})
 		failures := testenv.ReconcileErrors(rootcapublisher.ControllerName)()
+		failed := nonOK(Default)
 		Expect(env.Client.Delete(ctx, cm)).To(Succeed())
 
-		By("the create failing: the sync returns the error and is retried")
+		By("the create failing: the sync returns the error and is retried, counted with the API's code")
 		Eventually(testenv.ReconcileErrors(rootcapublisher.ControllerName)).Should(BeNumerically(">", failures))
+		Eventually(nonOK).Should(BeNumerically(">", failed))
 
 		By("the policy lifted: the retry creates it")
 		lift()
