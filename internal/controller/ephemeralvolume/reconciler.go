@@ -87,7 +87,9 @@ func (r *Reconciler) ensureClaim(ctx context.Context, p *corev1.Pod, v *corev1.V
 		return err
 	}
 	pvc := ClaimFor(p, v)
+	createAttempts.Inc()
 	if err := r.Client.Create(ctx, pvc); err != nil {
+		createFailures.Inc()
 		return fmt.Errorf("create PVC %s: %w", name, err)
 	}
 	log.FromContext(ctx).V(3).Info("Created PVC for ephemeral volume", "volume", v.Name, "PVC", name)

@@ -23,6 +23,7 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	registerMetrics()
 	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(EventSource)}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)

@@ -146,4 +146,26 @@ var _ = Describe("ephemeral-volume-controller", func() {
 			g.Expect(got.Spec.StorageClassName).To(HaveValue(Equal("slow")))
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
+
+	It("counts each claim create, and the refused ones, in upstream's metrics", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "ephemeral")
+		attempts, failures := creates(Default)
+		lift := env.DenyCreates(ctx, ns, "persistentvolumeclaims", func() error {
+			return env.Client.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"}, Spec: claimSpec("fast")})
+		})
+		p := createPod(ctx, ns, "batch")
+
+		By("the API server refusing the create: an attempt and a failure")
+		Eventually(func(g Gomega) {
+			a, f := creates(g)
+			g.Expect(f).To(BeNumerically(">", failures))
+			g.Expect(a).To(BeNumerically(">=", attempts+f-failures), "every failure was an attempt")
+		}).Should(Succeed())
+
+		By("the policy lifted: the retry creates the claim, an attempt that did not fail")
+		lift()
+		expectClaimOf(ctx, p)
+		a, f := creates(Default)
+		Expect(a - attempts).To(Equal(f - failures + 1))
+	})
 })
