@@ -24,6 +24,10 @@ type claimReconciler struct{ *Binder }
 func (r *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	claim := &corev1.PersistentVolumeClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			// A provision still timed for a deleted claim never ends.
+			r.operations.forget(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.done(ctx, r.syncClaim(ctx, claim))
@@ -71,11 +75,15 @@ func (r *claimReconciler) syncUnboundClaim(ctx context.Context, claim *corev1.Pe
 		return fmt.Errorf("error finding PV for claim %q: %w", claim.Namespace+"/"+claim.Name, err)
 	}
 	if v != nil {
-		return r.bind(ctx, v.DeepCopy(), claim)
+		// A bound claim ends its provision, if it had one; a failed bind counts an error.
+		err := r.bind(ctx, v.DeepCopy(), claim)
+		r.operations.record(claimKey(claim), err)
+		return err
 	}
 
 	if assigned, err := r.assignDefaultClass(ctx, claim); err != nil || assigned {
 		// An assigned class brings the claim back with its update.
+		recordRetroactiveClass(err)
 		return err
 	}
 	switch {

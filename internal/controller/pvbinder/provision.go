@@ -60,17 +60,24 @@ func (r *claimReconciler) provision(ctx context.Context, claim *corev1.Persisten
 	}
 	provisioner, err := provisionerFor(class)
 	if class.Provisioner == hostPathPlugin {
-		// Upstream finds the plugin and names it on the claim before it refuses.
+		// Upstream finds the plugin, times the provision and names the plugin on the claim
+		// before it refuses: an error of the plugin's provision.
+		r.operations.start(claimKey(claim), hostPathPlugin, "provision")
 		if serr := r.setClaimProvisioner(ctx, claim, class.Provisioner); serr != nil {
+			r.operations.record(claimKey(claim), serr)
 			return serr
 		}
+		r.operations.record(claimKey(claim), err)
 	}
 	if err != nil {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", err.Error())
 		return nil
 	}
+	// The provision is timed until the claim is bound.
+	r.operations.start(claimKey(claim), provisioner, "provision")
 	if err := r.setClaimProvisioner(ctx, claim, provisioner); err != nil {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", "Error saving claim: %v", err)
+		r.operations.record(claimKey(claim), err)
 		return err
 	}
 	r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonExternalProvisioning, "Provisioning",

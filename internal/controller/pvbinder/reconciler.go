@@ -92,6 +92,8 @@ type Binder struct {
 	WatchRecyclerEvents WatchPodEvents
 
 	recycling recycling
+	// operations times provisions and deletions for upstream's metrics.
+	operations operationTimes
 }
 
 // Claims, volumes, classes, pods and nodes are read from the shared cache and Events
@@ -119,6 +121,7 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 	if b.SyncPeriod <= 0 {
 		b.SyncPeriod = DefaultSyncPeriod
 	}
+	registerMetrics(b)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-claims").
 		For(&corev1.PersistentVolumeClaim{}).

@@ -24,6 +24,10 @@ type volumeReconciler struct{ *Binder }
 func (r *volumeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	v := &corev1.PersistentVolume{}
 	if err := r.Client.Get(ctx, req.NamespacedName, v); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The volume is gone: its deletion, if timed, has ended.
+			r.operations.record(req.Name, nil)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.done(ctx, r.syncVolume(ctx, v))
@@ -139,7 +143,13 @@ func (r *volumeReconciler) reclaim(ctx context.Context, v *corev1.PersistentVolu
 	case corev1.PersistentVolumeReclaimRecycle:
 		return r.recycle(ctx, v)
 	case corev1.PersistentVolumeReclaimDelete:
-		return r.deleteVolume(ctx, v)
+		// Timed until the volume is gone, whoever deletes it; an error counts.
+		r.operations.start(v.Name, r.deleterName(ctx, v), "delete")
+		err := r.deleteVolume(ctx, v)
+		if err != nil {
+			r.operations.record(v.Name, err)
+		}
+		return err
 	default:
 		_, err := r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonUnknownReclaimPolicy,
 			"Volume has unrecognized PersistentVolumeReclaimPolicy")

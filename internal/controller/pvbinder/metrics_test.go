@@ -1,0 +1,136 @@
+package pvbinder_test
+
+import (
+	"sort"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/controller/pvbinder"
+)
+
+var _ = Describe("persistentvolume-binder-controller's metrics", func() {
+	It("times a provision until the claim is bound and a deletion until the volume is gone, and counts volumes and claims", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "pvm")
+		// A provisioner of this spec alone: its series start at zero.
+		provisioner := ns + ".csi.example.com"
+		createClass(ctx, ns, provisioner, storagev1.VolumeBindingImmediate, nil)
+		claim := createClaim(ctx, ns, "dynamic", ptr.To(ns), "1Gi")
+		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).
+			Should(HaveKeyWithValue(pvbinder.AnnStorageProvisioner, provisioner))
+		Expect(sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})).
+			To(BeZero(), "not bound yet")
+		Eventually(func() float64 {
+			return sample("pv_collector_unbound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
+		}).Should(Equal(1.0))
+
+		By("the provisioner creating the volume: bound, the provision ends")
+		name := "pvc-" + string(claim.UID)
+		createVolume(ctx, name, ns, "1Gi", func(v *corev1.PersistentVolume) {
+			v.Annotations = map[string]string{pvbinder.AnnDynamicallyProvisioned: provisioner}
+			v.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: "dynamic", UID: claim.UID}
+		})
+		expectBound(ctx, ns, "dynamic", name, true, false)
+		Eventually(func() float64 {
+			return sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})
+		}).Should(Equal(1.0))
+		Eventually(func() float64 {
+			return sample("pv_collector_bound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
+		}).Should(Equal(1.0))
+		Eventually(func() float64 { return sample("pv_collector_bound_pv_count", map[string]string{"storage_class": ns}) }).Should(Equal(1.0))
+		// A CSI volume has none of the binder's plugins (hostPath, NFS), as upstream.
+		Expect(sample("pv_collector_total_pv_count", map[string]string{"plugin_name": "N/A", "volume_mode": "Filesystem"})).
+			To(BeNumerically(">=", 1))
+		Expect(labelNames("pv_collector_total_pv_count")).To(Equal([]string{"plugin_name", "volume_mode"}))
+
+		By("the claim deleted: the volume is released, and timed until the provisioner deletes it")
+		removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, client.ObjectKeyFromObject(claim))
+		Eventually(volumePhase(ctx, name)).Should(Equal(corev1.VolumeReleased))
+		Expect(sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})).
+			To(BeZero(), "the volume is still there")
+		deleteVolume(ctx, name)
+		Eventually(func() float64 {
+			return sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})
+		}).Should(Equal(1.0))
+	})
+
+	It("counts a failed provision as upstream's hostPath plugin fails it, in both error families", func(ctx SpecContext) {
+		hostPath := map[string]string{"plugin_name": "kubernetes.io/host-path", "operation_name": "provision"}
+		before, deprecatedBefore := sample("volume_operation_errors_total", hostPath), sample("volume_operation_total_errors", hostPath)
+		ns := env.Namespace(ctx, "pvm")
+		createClass(ctx, ns, "kubernetes.io/host-path", storagev1.VolumeBindingImmediate, nil)
+		createClaim(ctx, ns, "hostpath", ptr.To(ns), "1Gi")
+		Eventually(func() float64 { return sample("volume_operation_errors_total", hostPath) }).Should(BeNumerically(">", before))
+		Expect(sample("volume_operation_total_errors", hostPath)).To(BeNumerically(">", deprecatedBefore))
+		Expect(labelNames("volume_operation_errors_total")).To(Equal([]string{"operation_name", "plugin_name"}))
+	})
+
+	It("counts retroactive StorageClass assignments", func(ctx SpecContext) {
+		before := sample("retroactive_storageclass_total", nil)
+		ns := env.Namespace(ctx, "pvm")
+		// No volume has this label: nothing fits, whatever other specs created.
+		createClaim(ctx, ns, "classless", nil, "1Gi", selecting("none", ns))
+		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, map[string]string{pvbinder.AnnIsDefaultClass: "true"})
+		Eventually(func(g Gomega) *string { return getClaim(ctx, ns, "classless")(g).Spec.StorageClassName }).
+			Should(Equal(ptr.To(ns)))
+		Eventually(func() float64 { return sample("retroactive_storageclass_total", nil) }).Should(BeNumerically(">", before))
+	})
+})
+
+// sample reads one series from the registry kcm's /metrics serves: a counter's or gauge's
+// value, a histogram's sample count; labels must match exactly (nil: none). 0 when absent.
+func sample(name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// labelNames are the sorted label names of the family's first series (nil: no series).
+func labelNames(name string) []string {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name || len(f.GetMetric()) == 0 {
+			continue
+		}
+		var out []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			out = append(out, l.GetName())
+		}
+		sort.Strings(out)
+		return out
+	}
+	return nil
+}
