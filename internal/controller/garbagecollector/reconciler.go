@@ -65,6 +65,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	watches map[schema.GroupVersionResource]*resourceWatch
+	// checkSynced: the last discovery pass changed the watches, and the next one checks that
+	// they synced since (upstream waits up to a discovery period for it).
+	checkSynced bool
 }
 
 // resourceWatch is the metadata watch of one resource.
@@ -98,6 +101,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 func (r *Reconciler) discover(ctx context.Context) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	next := reconcile.Result{RequeueAfter: r.DiscoveryPeriod}
+	if r.checkSynced {
+		r.checkSynced = false
+		if !r.watchesSynced() {
+			logger.Error(nil, "Timed out waiting for dependency graph builder sync during GC sync")
+			resourcesSyncErrors.Inc()
+		}
+	}
 	preferred, err := r.discovery.ServerPreferredResources()
 	if err != nil {
 		logger.Info("Failed to discover some resources", "err", err.Error())
@@ -105,6 +115,7 @@ func (r *Reconciler) discover(ctx context.Context) (reconcile.Result, error) {
 	found := deletableResources(preferred, r.IgnoredResources)
 	if len(found) == 0 {
 		logger.V(2).Info("No resources reported by discovery, skipping garbage collector sync")
+		resourcesSyncErrors.Inc()
 		return next, nil
 	}
 	watched := r.watchedResources()
@@ -126,7 +137,10 @@ func (r *Reconciler) discover(ctx context.Context) (reconcile.Result, error) {
 	}
 	if err := utilerrors.NewAggregate(errs); err != nil {
 		logger.Error(err, "Failed to sync resource monitors; the next discovery pass retries")
+		resourcesSyncErrors.Inc()
+		return next, nil
 	}
+	r.checkSynced = true
 	return next, nil
 }
 
@@ -174,6 +188,18 @@ func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	return obj
+}
+
+// watchesSynced reports whether every watch has synced.
+func (r *Reconciler) watchesSynced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.watches {
+		if !w.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // watchesReady reports whether the graph can be trusted to list an owner's dependents.

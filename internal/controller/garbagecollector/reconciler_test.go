@@ -218,6 +218,19 @@ var _ = Describe("garbage-collector-controller", func() {
 		Eventually(func(g Gomega) { g.Expect(exists(g, owner3)).To(BeFalse()) }).Should(Succeed())
 	})
 
+	It("counts a discovery pass whose new watch did not sync, as upstream, and keeps collecting", func() {
+		before := syncErrors(Default)
+		crd := installUnlistableCRD(ctx, ns)
+		DeferCleanup(func() { Expect(env.Client.Delete(context.Background(), crd)).To(Succeed()) })
+		Eventually(func(g Gomega) float64 { return syncErrors(g) }).Should(BeNumerically(">", before))
+
+		// The other watches still serve the collector.
+		owner := configMap(ctx, ns, "owner")
+		dep := configMap(ctx, ns, "dep", refTo(owner, false))
+		Expect(env.Client.Delete(ctx, owner)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(exists(g, dep)).To(BeFalse()) }).Should(Succeed())
+	})
+
 	It("collects 200 pods of a deleted ReplicaSet", func() {
 		const n = 200
 		// Replicas 0 and a selector matching none of the pods, which the ReplicaSet only owns

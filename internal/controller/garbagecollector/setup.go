@@ -53,6 +53,7 @@ func Setup(ctx *setup.Context) error {
 		logger.Info("Garbage collector not started: no workers", "concurrent-gc-syncs", workers)
 		return setup.ErrSkipped
 	}
+	registerMetrics()
 	cfg, err := ctx.ScaledRESTConfig(2, 1)
 	if err != nil {
 		return err
