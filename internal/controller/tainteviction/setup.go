@@ -25,6 +25,7 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	registerMetrics()
 	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(ControllerName),
 		ComparisonOperators: ctx.Enabled(features.TaintTolerationComparisonOperators)}
 	setup.Apply(ctx, r)
