@@ -168,6 +168,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.mu.Unlock()
 	p := decide(in)
+
+	// A detach (not forced) waits until the node's volumesInUse, read live as upstream's
+	// verifySafeToDetach reads it, no longer lists the volume. Checked before anything is
+	// acted on or unreported: the cache may show a pod's deletion before the kubelet's
+	// mount of its volume, and the node's update will bring this node back.
+	if busy, err := r.stillInUse(ctx, nodeName, p.Detach); err != nil || busy {
+		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
 	r.remember(nodeName, p, wanted, attachments, inUse)
 
 	// Act: report before detaching (a volume is no longer listed once its detach starts),
@@ -443,26 +451,36 @@ func (r *Reconciler) patchStatus(ctx context.Context, node *corev1.Node, attache
 	return nil
 }
 
-// detach deletes a VolumeAttachment for the external attacher to detach. Unless forced, the
-// node's volumesInUse is read live first, as upstream: the cache may not yet show that the
-// kubelet mounted the volume again.
+// stillInUse reads the node live when a detach needs it (not forced) and says whether its
+// volumesInUse still lists a volume the cache showed unmounted.
+func (r *Reconciler) stillInUse(ctx context.Context, nodeName string, detaches []detach) (bool, error) {
+	if !slices.ContainsFunc(detaches, func(d detach) bool { return d.VerifySafe }) {
+		return false, nil
+	}
+	node := &corev1.Node{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("DetachVolume failed fetching node from API server: %w", err)
+	}
+	for _, d := range detaches {
+		if d.VerifySafe && slices.Contains(node.Status.VolumesInUse, d.Volume) {
+			log.FromContext(ctx).V(1).Info("DetachVolume waits: volume is still in use by node, according to Node status", "volumeName", d.Volume)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// detach deletes a VolumeAttachment for the external attacher to detach (stillInUse has
+// checked the node first unless forced).
 func (r *Reconciler) detach(ctx context.Context, nodeName string, d detach) error {
 	if d.StatusOnly {
 		// Unreported, it is detached: upstream's iSCSI and Fibre Channel detachers do
 		// nothing in the controller.
 		r.detached(ctx, d)
 		return nil
-	}
-	if d.VerifySafe {
-		node := &corev1.Node{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Name: nodeName}, node)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("DetachVolume failed fetching node from API server for volume %q: %w", d.Volume, err)
-		case slices.Contains(node.Status.VolumesInUse, d.Volume):
-			return fmt.Errorf("DetachVolume failed for volume %q from node %q: volume is still in use by node, according to Node status", d.Volume, nodeName)
-		}
 	}
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: d.Name}}
 	if err := r.Client.Delete(ctx, va, client.Preconditions{UID: &d.UID}); err != nil {

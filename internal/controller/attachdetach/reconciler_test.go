@@ -183,3 +183,45 @@ func TestSyncPeriod(t *testing.T) {
 		}
 	}
 }
+
+// TestDetachWaitsForTheLiveVolumesInUse: the cache shows the volume unneeded and unmounted,
+// but the node read live still lists it in use (the cache has the pod's deletion, not yet
+// the kubelet's mount): nothing is unreported or detached until the live node lets it go.
+func TestDetachWaitsForTheLiveVolumesInUse(t *testing.T) {
+	ctx := context.Background()
+	_, pv := boundVolume()
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachmentName("h", "d", "n1"), UID: "va-uid"},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv.Name}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	vol := uniqueName("d", "h")
+	r, s, _ := newStale(t, managedNode("n1", corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: vol}}}), pv, va)
+	setLiveInUse := func(in ...corev1.UniqueVolumeName) {
+		t.Helper()
+		live := &corev1.Node{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: "n1"}, live); err != nil {
+			t.Fatal(err)
+		}
+		live.Status.VolumesInUse = in
+		if err := s.Client.Status().Update(ctx, live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLiveInUse(vol)
+
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, p := s.deletes.Load(), s.patches.Load(); d != 0 || p != 0 {
+		t.Errorf("volume in use on the live node: %d deletes, %d status patches, want none", d, p)
+	}
+	if res.RequeueAfter <= 0 {
+		t.Errorf("no requeue while the detach waits")
+	}
+
+	setLiveInUse()
+	syncNode(t, r, "n1")
+	if d, p := s.deletes.Load(), s.patches.Load(); d != 1 || p != 1 {
+		t.Errorf("volume unmounted: %d deletes, %d status patches, want 1 and 1", d, p)
+	}
+}
