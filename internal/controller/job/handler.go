@@ -23,6 +23,11 @@ type jobHandler struct{ r *Reconciler }
 
 func (h *jobHandler) Create(_ context.Context, e event.CreateEvent, q queue) {
 	q.Add(requestFor(e.Object))
+	// Upstream counts each Job its informer adds (the initial list included) that another
+	// controller manages.
+	if j, ok := e.Object.(*batchv1.Job); ok && managedByOther(j) {
+		jobsByExternalController.WithLabelValues(*j.Spec.ManagedBy).Inc()
+	}
 }
 
 func (h *jobHandler) Update(_ context.Context, e event.UpdateEvent, q queue) {
@@ -80,4 +85,43 @@ func (r *Reconciler) podHandler() *owned.PodHandler {
 		},
 		Delay: r.BatchPeriod,
 	}
+}
+
+// trackedPodHandler counts, as upstream's pod event handlers do, every pod of the cluster
+// (owned by a Job or not) that becomes or stops being a finished pod holding the tracking
+// finalizer, then hands the event on.
+type trackedPodHandler struct{ *owned.PodHandler }
+
+func (h trackedPodHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
+	recordTrackedPod(nil, e.Object.(*corev1.Pod))
+	h.PodHandler.Create(ctx, e, q)
+}
+
+func (h trackedPodHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
+	recordTrackedPod(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
+	h.PodHandler.Update(ctx, e, q)
+}
+
+func (h trackedPodHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+	// Upstream cannot read a pod out of a tombstone here.
+	if !e.DeleteStateUnknown {
+		recordTrackedPod(e.Object.(*corev1.Pod), nil)
+	}
+	h.PodHandler.Delete(ctx, e, q)
+}
+
+// recordTrackedPod counts an add when a pod becomes finished with the tracking finalizer,
+// a delete when it stops being one (its finalizer removed, or the pod gone).
+func recordTrackedPod(old, cur *corev1.Pod) {
+	was, is := finishedWithFinalizer(old), finishedWithFinalizer(cur)
+	switch {
+	case !was && is:
+		terminatedPodsWithFinalizer.WithLabelValues("add").Inc()
+	case was && !is:
+		terminatedPodsWithFinalizer.WithLabelValues("delete").Inc()
+	}
+}
+
+func finishedWithFinalizer(p *corev1.Pod) bool {
+	return p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && hasTrackingFinalizer(p)
 }

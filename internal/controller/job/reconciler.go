@@ -75,7 +75,8 @@ type Reconciler struct {
 
 // Reconcile observes the Job's pods, decides whether it succeeded or failed, creates or
 // deletes pods, and records finished pods in status before it releases their finalizers.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, rErr error) {
+	start := r.Clock.Now()
 	key := req.NamespacedName
 	logger := log.FromContext(ctx)
 	if stale, wait := r.Stale.Stale(key); stale {
@@ -101,6 +102,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "UnknownCompletionMode", "Sync", "Skipped Job sync because completion mode is unknown")
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("unknown completion mode %q", *m))
 	}
+	// Upstream's sync metrics cover the syncs that got this far, labelled with what the
+	// sync did to the pods.
+	action := actionReconciling
+	defer func() { recordSync(job, action, r.Clock.Since(start), rErr) }()
 
 	// Read before listing pods: a sync that starts with stale expectations must not act.
 	satisfied := r.expectations.Satisfied(key)
@@ -135,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		managed := false
 		if satisfied && job.DeletionTimestamp == nil {
 			var wait time.Duration
-			active, wait, manageErr = r.manageJob(ctx, s, now)
+			active, wait, action, manageErr = r.manageJob(ctx, s, now)
 			requeue = shortest(requeue, wait)
 			managed = true
 		}
@@ -225,8 +230,8 @@ func (r *Reconciler) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev
 // manageJob creates or deletes pods towards the wanted number of active ones and returns
 // the resulting number, and how long to wait when the pod failure backoff holds creations
 // back. A suspended Job loses all its active pods. At most MaxPodCreateDeletePerSync pods
-// are created or deleted, never both in one sync.
-func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time) (int32, time.Duration, error) {
+// are created or deleted, never both in one sync. The action says which it did.
+func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time) (int32, time.Duration, string, error) {
 	job := s.job
 	key := client.ObjectKeyFromObject(job)
 	active := int32(len(s.active))
@@ -246,7 +251,11 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 		deleted, deletedReady, err := r.deletePods(ctx, job, victims, true)
 		s.terminating += deleted
 		s.ready -= deletedReady
-		return active - deleted, 0, err
+		return active - deleted, 0, actionPodsDeleted, err
+	}
+	if isSuspended(job) {
+		// Upstream labels every sync of a suspended Job a deletion, even with no pod left.
+		return active, 0, actionPodsDeleted, nil
 	}
 
 	diff := want - active
@@ -254,11 +263,11 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 		diff -= s.terminating
 	}
 	if diff <= 0 {
-		return active, 0, nil
+		return active, 0, actionTracking, nil
 	}
 	if !hasBackoffLimitPerIndex(job) {
 		if wait := remainingBackoff(s.newBackoff.failuresAfterLastSuccess, s.newBackoff.lastFailure, now, r.PodFailureBackoff, r.MaxPodFailureBackoff); wait > 0 {
-			return active, max(wait, r.BatchPeriod), nil
+			return active, max(wait, r.BatchPeriod), actionPodsCreated, nil
 		}
 	}
 	diff = min(diff, MaxPodCreateDeletePerSync)
@@ -268,31 +277,37 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 		if hasBackoffLimitPerIndex(job) {
 			var wait time.Duration
 			if indexes, wait = r.creatableIndexes(indexes, s.delayedDeletion, now); wait > 0 {
-				return active, max(wait, r.BatchPeriod), nil
+				return active, max(wait, r.BatchPeriod), actionPodsCreated, nil
 			}
 		}
 		diff = int32(len(indexes))
 		if diff == 0 {
-			return active, 0, nil
+			return active, 0, actionTracking, nil
 		}
 	}
 	log.FromContext(ctx).V(4).Info("Too few pods running", "creating", diff, "want", want)
 	r.expectations.ExpectCreations(key, int(diff))
+	var failedCreates atomic.Int32
 	created, err := slowstart.Run(int(diff), func(i int) error {
 		ix, replaced := unknownCompletionIndex, (*corev1.Pod)(nil)
 		if indexes != nil {
 			ix, replaced = indexes[i], s.delayedDeletion[indexes[i]]
 		}
-		return r.createPod(ctx, job, podForJob(job, ix, replaced))
+		err := r.createPod(ctx, job, podForJob(job, ix, replaced))
+		if err != nil && !errors.Is(err, errNamespaceTerminating) {
+			failedCreates.Add(1)
+		}
+		return err
 	})
 	// Creations that failed or were never tried will never be observed.
 	for range int(diff) - created {
 		r.expectations.CreationObserved(key)
 	}
+	recordPodCreations(job, s.failed, s.terminating, created, int(failedCreates.Load()))
 	if errors.Is(err, errNamespaceTerminating) {
 		err = nil
 	}
-	return active + int32(created), 0, err
+	return active + int32(created), 0, actionPodsCreated, err
 }
 
 // creatableIndexes keeps the indexes whose own backoff (backoffLimitPerIndex) has passed;
@@ -394,6 +409,10 @@ func (r *Reconciler) trackStatus(ctx context.Context, s *syncState, orig *batchv
 	if err := r.writeStatus(ctx, s.job, orig); err != nil {
 		return fmt.Errorf("adding uncounted pods to status: %w", err)
 	}
+	// The failed pods now listed as uncounted were handled by the pod failure policy.
+	for action, n := range plan.policyActions {
+		podFailuresByPolicy.WithLabelValues(action).Add(float64(n))
+	}
 	r.backoff.set(key, s.newBackoff)
 
 	removed, rmErr := r.removeFinalizers(ctx, key, plan.removeFinalizer)
@@ -411,6 +430,7 @@ func (r *Reconciler) trackStatus(ctx context.Context, s *syncState, orig *batchv
 	}
 	if finished {
 		r.recordFinished(s.job, s.finished)
+		recordJobFinished(s.job, s.finished)
 	}
 	return nil
 }
@@ -466,6 +486,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) er
 		return err
 	}
 	r.Stale.WroteAt(client.ObjectKeyFromObject(job), stored.UID, jobsResource, stored.ResourceVersion)
+	recordPodsFinished(stored, &orig.Status)
 	*job = *stored
 	*orig = *stored.DeepCopy()
 	return nil
@@ -495,7 +516,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&batchv1.Job{}, &jobHandler{r: r}).
-		Watches(&corev1.Pod{}, r.podHandler()).
+		Watches(&corev1.Pod{}, trackedPodHandler{r.podHandler()}).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),

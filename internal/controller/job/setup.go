@@ -20,6 +20,7 @@ var Descriptor = setup.Descriptor{
 // Setup runs job-controller with --concurrent-job-syncs workers.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentJobSyncs)
+	registerMetrics()
 	cl, reader, err := ctx.Clients()
 	if err != nil {
 		return err

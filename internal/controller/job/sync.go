@@ -293,6 +293,9 @@ type trackingPlan struct {
 	withFinalizer sets.Set[types.UID]
 	// reachedMax says the uncounted lists are full: more pods wait for the next sync.
 	reachedMax bool
+	// policyActions counts the failed pods newly listed as uncounted by the action of the
+	// pod failure policy rule they matched.
+	policyActions map[string]int
 }
 
 // planTracking is the first half of counting: pods whose finalizer is gone move from
@@ -346,7 +349,14 @@ func (s *syncState) planTracking(now time.Time) trackingPlan {
 			if _, ok := validIndex(p, job); indexed && !ok {
 				break
 			}
-			if countsAsFailure(job, p) {
+			v := matchPodFailurePolicy(job.Spec.PodFailurePolicy, p)
+			if v.action != nil {
+				if plan.policyActions == nil {
+					plan.policyActions = map[string]int{}
+				}
+				plan.policyActions[string(*v.action)]++
+			}
+			if v.counts {
 				unc.Failed = append(unc.Failed, p.UID)
 			}
 		}
