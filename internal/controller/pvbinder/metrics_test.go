@@ -1,6 +1,7 @@
 package pvbinder_test
 
 import (
+	"os"
 	"sort"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -69,6 +70,32 @@ var _ = Describe("persistentvolume-binder-controller's metrics", func() {
 		Eventually(func() float64 { return sample("volume_operation_errors_total", hostPath) }).Should(BeNumerically(">", before))
 		Expect(sample("volume_operation_total_errors", hostPath)).To(BeNumerically(">", deprecatedBefore))
 		Expect(labelNames("volume_operation_errors_total")).To(Equal([]string{"operation_name", "plugin_name"}))
+	})
+
+	It("times hostPath's deletions, refused or done, as volume_delete operations", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "pvm")
+		op := func(status string) map[string]string {
+			return map[string]string{"volume_plugin": "kubernetes.io/host-path", "operation_name": "volume_delete",
+				"status": status, "migrated": "false"}
+		}
+		failed, succeeded := sample("storage_operation_duration_seconds", op("fail-unknown")), sample("storage_operation_duration_seconds", op("success"))
+		dir, err := os.MkdirTemp("", "pvm-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, dir)
+		for name, path := range map[string]string{"refused": "/not-tmp/" + ns, "done": dir} {
+			createVolume(ctx, ns+"-"+name, ns, "1Gi", withPolicy(corev1.PersistentVolumeReclaimDelete), withLabel("for", name),
+				func(v *corev1.PersistentVolume) {
+					v.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}
+				})
+			createClaim(ctx, ns, name, ptr.To(ns), "1Gi", selecting("for", name))
+			expectBound(ctx, ns, name, ns+"-"+name, true, true)
+			removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, client.ObjectKey{Namespace: ns, Name: name})
+		}
+		Eventually(volumePhase(ctx, ns+"-refused")).Should(Equal(corev1.VolumeFailed))
+		Eventually(func() float64 { return sample("storage_operation_duration_seconds", op("fail-unknown")) }).Should(BeNumerically(">", failed))
+		// The volume itself waits for pv-protection, which no controller lifts here.
+		Eventually(func() string { return dir }).ShouldNot(BeADirectory())
+		Expect(sample("storage_operation_duration_seconds", op("success"))).To(BeNumerically(">", succeeded))
 	})
 
 	It("counts retroactive StorageClass assignments", func(ctx SpecContext) {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/storagemetrics"
 )
 
 // volumeReconciler syncs one volume: upstream's syncVolume.
@@ -197,13 +200,17 @@ func (r *volumeReconciler) deleteVolume(ctx context.Context, v *corev1.Persisten
 	if v.Spec.HostPath != nil {
 		path = v.Spec.HostPath.Path
 	}
-	switch {
-	case v.Spec.HostPath == nil:
+	if v.Spec.HostPath == nil {
 		err = fmt.Errorf("failed to create deleter for volume %q: spec.PersistentVolumeSource.HostPath is nil", v.Name)
-	case !hostPathDeletable.MatchString(path):
-		err = fmt.Errorf("host_path deleter only supports /tmp/.+ but received provided %s", path)
-	default:
-		err = os.RemoveAll(path)
+	} else {
+		// The plugin's deletion, refused or done, is one volume_delete operation.
+		start := time.Now()
+		if !hostPathDeletable.MatchString(path) {
+			err = fmt.Errorf("host_path deleter only supports /tmp/.+ but received provided %s", path)
+		} else {
+			err = os.RemoveAll(path)
+		}
+		storagemetrics.RecordOperation(hostPathPlugin, "volume_delete", time.Since(start).Seconds(), err != nil, false)
 	}
 	if err != nil {
 		if _, uerr := r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error()); uerr != nil {
