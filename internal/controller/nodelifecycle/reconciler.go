@@ -111,6 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The sync of an existing node is upstream's health update of a single node.
+	start := r.Clock.Now()
+	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(start).Seconds()) }()
 	lease := &coordinationv1.Lease{}
 	if err := r.Leases.Get(ctx, types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
 		if !apierrors.IsNotFound(err) {

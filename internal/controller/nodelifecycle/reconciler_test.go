@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/node/topology"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -248,5 +249,21 @@ var _ = Describe("node-lifecycle-controller", func() {
 		// is still Normal (upstream behaves alike). From the zone's partial disruption on, the
 		// secondary rate holds, so at least one gap is a secondary-rate token.
 		Expect(max(gaps[0], gaps[1])).To(BeNumerically(">=", 1500*time.Millisecond))
+
+		By("upstream's node_collector metrics: zone a 4 nodes, 3 of them down and tainted; zone b healthy, its evictions at 0")
+		a, b := topology.GetZoneKey(all[1]), topology.GetZoneKey(all[0])
+		Eventually(func(g Gomega) {
+			c := readCollector(g)
+			g.Expect(c.zoneSize).To(HaveKeyWithValue(a, 4.0))
+			g.Expect(c.unhealthy).To(HaveKeyWithValue(a, 3.0))
+			g.Expect(c.zoneHealth).To(HaveKeyWithValue(a, 25.0))
+			g.Expect(c.evictions).To(HaveKeyWithValue(a, BeNumerically(">=", 3)))
+			g.Expect(c.zoneSize).To(HaveKeyWithValue(b, 1.0))
+			g.Expect(c.unhealthy).To(HaveKeyWithValue(b, 0.0))
+			g.Expect(c.zoneHealth).To(HaveKeyWithValue(b, 100.0))
+			g.Expect(c.evictions).To(HaveKeyWithValue(b, 0.0))
+			g.Expect(c.nodeUpdates).To(BeNumerically(">", 0))
+			g.Expect(c.allUpdates).To(BeNumerically(">", 0))
+		}).Should(Succeed())
 	})
 })

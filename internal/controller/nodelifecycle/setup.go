@@ -30,6 +30,7 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	registerMetrics()
 	r := &Reconciler{
 		Client:                 cl,
 		Leases:                 cl,

@@ -60,8 +60,11 @@ func (r *Reconciler) kickZonePass() {
 
 // zonePass is upstream's handleDisruption and NoExecute tainting pass in one: it classifies
 // every zone by the health of its nodes, sets each zone's tainting rate from that, and
-// taints the queued nodes the rates allow. It returns the time until the next pass.
+// taints the queued nodes the rates allow. It returns the time until the next pass. Its
+// duration is upstream's update_all_nodes_health_duration_seconds, the cluster-wide pass.
 func (r *Reconciler) zonePass(ctx context.Context) time.Duration {
+	start := r.Clock.Now()
+	defer func() { updateAllNodesHealthDuration.Observe(r.Clock.Since(start).Seconds()) }()
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
 		log.FromContext(ctx).Error(err, "Listing nodes for the zone pass; will retry")
@@ -153,6 +156,13 @@ func (r *Reconciler) applyZonePlan(ctx context.Context, nodes []corev1.Node, rea
 
 	r.mu.Lock()
 	plan := planZones(r.zoneStates, ready, r.rates())
+	var gone []string
+	for k := range r.zoneStates {
+		if _, live := plan.states[k]; !live {
+			gone = append(gone, k)
+		}
+	}
+	recordZones(ready, gone)
 	r.zoneStates = plan.states
 	for k := range plan.states {
 		r.tainterLocked(k)
@@ -203,13 +213,14 @@ func (r *Reconciler) rates() evictionRates {
 }
 
 // tainterLocked returns the zone's tainter, created at the primary rate as upstream creates
-// a new zone's.
+// a new zone's, with the zone's evictions_total series at 0.
 func (r *Reconciler) tainterLocked(key string) *tainter {
 	t, ok := r.tainters[key]
 	if !ok {
 		t = &tainter{}
 		t.setRate(r.EvictionRate)
 		r.tainters[key] = t
+		evictionsTotal.WithLabelValues(key).Add(0)
 	}
 	return t
 }
@@ -251,7 +262,11 @@ func (r *Reconciler) drainZone(ctx context.Context, key string, nodes map[string
 		if taint == "" || hasNoExecute(node, taint) {
 			continue
 		}
-		if err := r.setNoExecute(ctx, node, taint); err != nil && !apierrors.IsNotFound(err) {
+		switch err := r.setNoExecute(ctx, node, taint); {
+		case err == nil:
+			// Upstream counts each taint of its tainting pass as an eviction of the zone.
+			evictionsTotal.WithLabelValues(key).Inc()
+		case !apierrors.IsNotFound(err):
 			log.FromContext(ctx).Error(err, "Tainting node NoExecute; will retry", "node", name)
 			r.requeueFront(key, name)
 			return true
