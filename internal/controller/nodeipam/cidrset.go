@@ -35,6 +35,8 @@ type cidrSet struct {
 	// words is the bitmap, grown as blocks are used (an IPv4 /8 cut into /32s would be
 	// 2 MiB up front).
 	words []uint64
+	// label is the cluster CIDR as upstream's cidrset metrics name it.
+	label string
 }
 
 // newCIDRSet cuts cluster into node CIDRs of nodeMaskSize bits.
@@ -46,12 +48,16 @@ func newCIDRSet(cluster *net.IPNet, nodeMaskSize int) (*cidrSet, error) {
 	if cluster.IP.To4() == nil && nodeMaskSize-ones > maxIPv6SubnetBits {
 		return nil, errSubNetTooBig
 	}
-	return &cidrSet{
+	registerMetrics()
+	s := &cidrSet{
 		cluster:  &net.IPNet{IP: cluster.IP.Mask(cluster.Mask), Mask: cluster.Mask},
 		hostBits: addrBits - nodeMaskSize,
 		nodeMask: net.CIDRMask(nodeMaskSize, addrBits),
 		max:      1 << (nodeMaskSize - ones),
-	}, nil
+		label:    cluster.String(),
+	}
+	cidrSetMaxCIDRs.WithLabelValues(s.label).Set(float64(s.max))
+	return s, nil
 }
 
 // allocateNext hands out the first free block at or after next, wrapping around.
@@ -64,7 +70,12 @@ func (s *cidrSet) allocateNext() (*net.IPNet, error) {
 		i = s.findFree(0, s.next)
 	}
 	s.set(i, true)
+	// Upstream's tries: the used blocks passed over from where the search started.
+	tries := (i - s.next + s.max) % s.max
 	s.next = (i + 1) % s.max
+	cidrSetAllocations.WithLabelValues(s.label).Inc()
+	cidrSetTriesPerRequest.WithLabelValues(s.label).Observe(float64(tries))
+	s.recordUsage()
 	return s.block(i), nil
 }
 
@@ -76,8 +87,12 @@ func (s *cidrSet) occupy(cidr *net.IPNet) error {
 		return err
 	}
 	for i := first; i <= last; i++ {
-		s.set(i, true)
+		// Counted per block newly used, as upstream, so a block occupied twice counts once.
+		if s.set(i, true) {
+			cidrSetAllocations.WithLabelValues(s.label).Inc()
+		}
 	}
+	s.recordUsage()
 	return nil
 }
 
@@ -88,8 +103,11 @@ func (s *cidrSet) release(cidr *net.IPNet) error {
 		return err
 	}
 	for i := first; i <= last; i++ {
-		s.set(i, false)
+		if s.set(i, false) {
+			cidrSetReleases.WithLabelValues(s.label).Inc()
+		}
 	}
+	s.recordUsage()
 	return nil
 }
 
@@ -143,10 +161,11 @@ func (s *cidrSet) isSet(i int) bool {
 	return w < len(s.words) && s.words[w]&(1<<(i%64)) != 0
 }
 
-// set marks block i used or free, keeping the count of used blocks.
-func (s *cidrSet) set(i int, used bool) {
+// set marks block i used or free, keeping the count of used blocks; it reports whether the
+// block changed.
+func (s *cidrSet) set(i int, used bool) bool {
 	if s.isSet(i) == used {
-		return
+		return false
 	}
 	w := i / 64
 	for len(s.words) <= w {
@@ -158,6 +177,7 @@ func (s *cidrSet) set(i int, used bool) {
 	} else {
 		s.used--
 	}
+	return true
 }
 
 // findFree is the first free block in [from, to), or -1; whole used words are skipped.

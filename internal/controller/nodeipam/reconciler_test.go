@@ -112,6 +112,11 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 	})
 
 	It("re-uses a deleted node's CIDRs and reports an exhausted range with upstream's Event", func(ctx SpecContext) {
+		// The unit tests of the same binary count under these labels too: the spec reads deltas.
+		before := map[string]cidrSetMetrics{}
+		for _, cidr := range []string{"10.0.0.0/30", "fd00::/127"} {
+			before[cidr] = readCIDRSet(Default, cidr)
+		}
 		// Two node CIDRs per family.
 		Expect(env.StartManager([]string{nodeipam.ControllerName}, "--allocate-node-cidrs=true",
 			"--cluster-cidr=10.0.0.0/30,fd00::/127", "--node-cidr-mask-size-ipv4=31", "--node-cidr-mask-size-ipv6=128")).To(Succeed())
@@ -142,6 +147,23 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		deleteNode(ctx, "one")
 		again := allocated(ctx, "three")
 		Expect(again["three"]).To(Equal(got["one"]))
+
+		By("upstream's cidrset metrics of each cluster CIDR: at least 3 allocations and 1 release, 2 of 2 in use")
+		// A CIDR allocated for a node whose write fails is released and allocated again, as
+		// upstream: the counts may exceed the nodes', their difference is what is in use.
+		for _, cidr := range []string{"10.0.0.0/30", "fd00::/127"} {
+			Eventually(func(g Gomega) {
+				m, was := readCIDRSet(g, cidr), before[cidr]
+				allocations := m.values["node_ipam_controller_cidrset_cidrs_allocations_total"] - was.values["node_ipam_controller_cidrset_cidrs_allocations_total"]
+				releases := m.values["node_ipam_controller_cidrset_cidrs_releases_total"] - was.values["node_ipam_controller_cidrset_cidrs_releases_total"]
+				g.Expect(allocations).To(BeNumerically(">=", 3), cidr)
+				g.Expect(releases).To(BeNumerically(">=", 1), cidr)
+				g.Expect(allocations-releases).To(Equal(2.0), cidr)
+				g.Expect(m.values).To(HaveKeyWithValue("node_ipam_controller_cirdset_max_cidrs", 2.0), cidr)
+				g.Expect(m.values).To(HaveKeyWithValue("node_ipam_controller_cidrset_usage_cidrs", 1.0), cidr)
+				g.Expect(m.tries-was.tries).To(BeNumerically(">=", 3), cidr)
+			}).Should(Succeed())
+		}
 	})
 
 	It("after a restart hands out no CIDR that a node already has", func(ctx SpecContext) {
