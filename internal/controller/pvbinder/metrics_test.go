@@ -2,17 +2,16 @@ package pvbinder_test
 
 import (
 	"os"
-	"sort"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/pvbinder"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("persistentvolume-binder-controller's metrics", func() {
@@ -24,10 +23,10 @@ var _ = Describe("persistentvolume-binder-controller's metrics", func() {
 		claim := createClaim(ctx, ns, "dynamic", ptr.To(ns), "1Gi")
 		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).
 			Should(HaveKeyWithValue(pvbinder.AnnStorageProvisioner, provisioner))
-		Expect(sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})).
+		Expect(testenv.Sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})).
 			To(BeZero(), "not bound yet")
 		Eventually(func() float64 {
-			return sample("pv_collector_unbound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
+			return testenv.Sample("pv_collector_unbound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
 		}).Should(Equal(1.0))
 
 		By("the provisioner creating the volume: bound, the provision ends")
@@ -39,37 +38,39 @@ var _ = Describe("persistentvolume-binder-controller's metrics", func() {
 		})
 		expectBound(ctx, ns, "dynamic", name, true, false)
 		Eventually(func() float64 {
-			return sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})
+			return testenv.Sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "provision"})
 		}).Should(Equal(1.0))
 		Eventually(func() float64 {
-			return sample("pv_collector_bound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
+			return testenv.Sample("pv_collector_bound_pvc_count", map[string]string{"namespace": ns, "storage_class": ns, "volume_attributes_class": ""})
 		}).Should(Equal(1.0))
-		Eventually(func() float64 { return sample("pv_collector_bound_pv_count", map[string]string{"storage_class": ns}) }).Should(Equal(1.0))
+		Eventually(func() float64 {
+			return testenv.Sample("pv_collector_bound_pv_count", map[string]string{"storage_class": ns})
+		}).Should(Equal(1.0))
 		// A CSI volume has none of the binder's plugins (hostPath, NFS), as upstream.
-		Expect(sample("pv_collector_total_pv_count", map[string]string{"plugin_name": "N/A", "volume_mode": "Filesystem"})).
+		Expect(testenv.Sample("pv_collector_total_pv_count", map[string]string{"plugin_name": "N/A", "volume_mode": "Filesystem"})).
 			To(BeNumerically(">=", 1))
-		Expect(labelNames("pv_collector_total_pv_count")).To(Equal([]string{"plugin_name", "volume_mode"}))
+		Expect(testenv.LabelNames("pv_collector_total_pv_count")).To(Equal([]string{"plugin_name", "volume_mode"}))
 
 		By("the claim deleted: the volume is released, and timed until the provisioner deletes it")
 		removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, client.ObjectKeyFromObject(claim))
 		Eventually(volumePhase(ctx, name)).Should(Equal(corev1.VolumeReleased))
-		Expect(sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})).
+		Expect(testenv.Sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})).
 			To(BeZero(), "the volume is still there")
 		deleteVolume(ctx, name)
 		Eventually(func() float64 {
-			return sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})
+			return testenv.Sample("volume_operation_total_seconds", map[string]string{"plugin_name": provisioner, "operation_name": "delete"})
 		}).Should(Equal(1.0))
 	})
 
 	It("counts a failed provision as upstream's hostPath plugin fails it, in both error families", func(ctx SpecContext) {
 		hostPath := map[string]string{"plugin_name": "kubernetes.io/host-path", "operation_name": "provision"}
-		before, deprecatedBefore := sample("volume_operation_errors_total", hostPath), sample("volume_operation_total_errors", hostPath)
+		before, deprecatedBefore := testenv.Sample("volume_operation_errors_total", hostPath), testenv.Sample("volume_operation_total_errors", hostPath)
 		ns := env.Namespace(ctx, "pvm")
 		createClass(ctx, ns, "kubernetes.io/host-path", storagev1.VolumeBindingImmediate, nil)
 		createClaim(ctx, ns, "hostpath", ptr.To(ns), "1Gi")
-		Eventually(func() float64 { return sample("volume_operation_errors_total", hostPath) }).Should(BeNumerically(">", before))
-		Expect(sample("volume_operation_total_errors", hostPath)).To(BeNumerically(">", deprecatedBefore))
-		Expect(labelNames("volume_operation_errors_total")).To(Equal([]string{"operation_name", "plugin_name"}))
+		Eventually(func() float64 { return testenv.Sample("volume_operation_errors_total", hostPath) }).Should(BeNumerically(">", before))
+		Expect(testenv.Sample("volume_operation_total_errors", hostPath)).To(BeNumerically(">", deprecatedBefore))
+		Expect(testenv.LabelNames("volume_operation_errors_total")).To(Equal([]string{"operation_name", "plugin_name"}))
 	})
 
 	It("times hostPath's deletions, refused or done, as volume_delete operations", func(ctx SpecContext) {
@@ -78,7 +79,7 @@ var _ = Describe("persistentvolume-binder-controller's metrics", func() {
 			return map[string]string{"volume_plugin": "kubernetes.io/host-path", "operation_name": "volume_delete",
 				"status": status, "migrated": "false"}
 		}
-		failed, succeeded := sample("storage_operation_duration_seconds", op("fail-unknown")), sample("storage_operation_duration_seconds", op("success"))
+		failed, succeeded := testenv.Sample("storage_operation_duration_seconds", op("fail-unknown")), testenv.Sample("storage_operation_duration_seconds", op("success"))
 		dir, err := os.MkdirTemp("", "pvm-")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(os.RemoveAll, dir)
@@ -92,72 +93,20 @@ var _ = Describe("persistentvolume-binder-controller's metrics", func() {
 			removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, client.ObjectKey{Namespace: ns, Name: name})
 		}
 		Eventually(volumePhase(ctx, ns+"-refused")).Should(Equal(corev1.VolumeFailed))
-		Eventually(func() float64 { return sample("storage_operation_duration_seconds", op("fail-unknown")) }).Should(BeNumerically(">", failed))
+		Eventually(func() float64 { return testenv.Sample("storage_operation_duration_seconds", op("fail-unknown")) }).Should(BeNumerically(">", failed))
 		// The volume itself waits for pv-protection, which no controller lifts here.
 		Eventually(func() string { return dir }).ShouldNot(BeADirectory())
-		Expect(sample("storage_operation_duration_seconds", op("success"))).To(BeNumerically(">", succeeded))
+		Expect(testenv.Sample("storage_operation_duration_seconds", op("success"))).To(BeNumerically(">", succeeded))
 	})
 
 	It("counts retroactive StorageClass assignments", func(ctx SpecContext) {
-		before := sample("retroactive_storageclass_total", nil)
+		before := testenv.Sample("retroactive_storageclass_total", nil)
 		ns := env.Namespace(ctx, "pvm")
 		// No volume has this label: nothing fits, whatever other specs created.
 		createClaim(ctx, ns, "classless", nil, "1Gi", selecting("none", ns))
 		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, map[string]string{pvbinder.AnnIsDefaultClass: "true"})
 		Eventually(func(g Gomega) *string { return getClaim(ctx, ns, "classless")(g).Spec.StorageClassName }).
 			Should(Equal(ptr.To(ns)))
-		Eventually(func() float64 { return sample("retroactive_storageclass_total", nil) }).Should(BeNumerically(">", before))
+		Eventually(func() float64 { return testenv.Sample("retroactive_storageclass_total", nil) }).Should(BeNumerically(">", before))
 	})
 })
-
-// sample reads one series from the registry kcm's /metrics serves: a counter's or gauge's
-// value, a histogram's sample count; labels must match exactly (nil: none). 0 when absent.
-func sample(name string, labels map[string]string) float64 {
-	GinkgoHelper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-					continue series
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return 0
-}
-
-// labelNames are the sorted label names of the family's first series (nil: no series).
-func labelNames(name string) []string {
-	GinkgoHelper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name || len(f.GetMetric()) == 0 {
-			continue
-		}
-		var out []string
-		for _, l := range f.GetMetric()[0].GetLabel() {
-			out = append(out, l.GetName())
-		}
-		sort.Strings(out)
-		return out
-	}
-	return nil
-}
