@@ -1,7 +1,10 @@
 package staleness
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,7 +117,13 @@ func (g *Guard) Stale(owner types.NamespacedName) (bool, time.Duration) {
 	}
 	g.mu.Unlock()
 	now := g.Clock.Now()
-	for gr, w := range writes {
+	// In a fixed order, so that the skip is counted against the same resource every time
+	// both are behind (map order would pick one at random).
+	order := slices.SortedFunc(maps.Keys(writes), func(a, b schema.GroupResource) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+	})
+	for _, gr := range order {
+		w := writes[gr]
 		read := ""
 		if f := g.stores[gr]; f != nil {
 			read = f()
