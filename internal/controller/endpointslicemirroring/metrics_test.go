@@ -29,9 +29,9 @@ var _ = Describe("endpointslice-mirroring-controller's metrics", func() {
 		Eventually(func() float64 { return testenv.Sample(prefix+"changes", map[string]string{"operation": "create"}) }).
 			Should(BeNumerically(">", creates))
 		Eventually(func() float64 { return testenv.Sample(prefix+"endpoints_desired", nil) }).Should(Equal(desired + 2))
-		Expect(testenv.Sample(prefix+"addresses_skipped_per_sync", nil)).To(BeNumerically(">", skipped))
-		Expect(testenv.Sample(prefix+"endpoints_added_per_sync", nil)).To(BeNumerically(">", added))
-		Expect(testenv.Sample(prefix+"endpoints_sync_duration", nil)).To(BeNumerically(">", syncs))
+		Eventually(func() float64 { return testenv.Sample(prefix+"addresses_skipped_per_sync", nil) }).Should(BeNumerically(">", skipped))
+		Eventually(func() float64 { return testenv.Sample(prefix+"endpoints_added_per_sync", nil) }).Should(BeNumerically(">", added))
+		Eventually(func() float64 { return testenv.Sample(prefix+"endpoints_sync_duration", nil) }).Should(BeNumerically(">", syncs))
 		Expect(testenv.LabelNames(prefix + "changes")).To(Equal([]string{"operation"}))
 
 		By("deleting the Endpoints: its endpoints leave the gauge")
