@@ -24,6 +24,7 @@ require (
 	k8s.io/csi-translation-lib v0.37.1
 	k8s.io/endpointslice v0.37.1
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/metrics v0.37.1
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/kwok v0.8.0
