@@ -22,9 +22,9 @@ require (
 	k8s.io/component-helpers v0.37.1
 	k8s.io/controller-manager v0.37.1
 	k8s.io/csi-translation-lib v0.37.1
+	k8s.io/dynamic-resource-allocation v0.37.1
 	k8s.io/endpointslice v0.37.1
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/metrics v0.37.1
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/kwok v0.8.0
@@ -109,6 +109,7 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
+	k8s.io/metrics v0.37.1 // indirect
 	k8s.io/streaming v0.37.1 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
