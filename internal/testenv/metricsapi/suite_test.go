@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/metrics/pkg/client/custom_metrics"
@@ -51,6 +53,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 })
 
+// asKCM is the admin config with the content type kcm's clients ask for
+// (--kube-api-content-type's default): the harness answers JSON, which they accept too.
+func asKCM() *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	return cfg
+}
+
 func servedGroups(disco discovery.DiscoveryInterface) []string {
 	GinkgoHelper()
 	groups, err := disco.ServerGroups()
@@ -88,7 +98,7 @@ var _ = Describe("the metrics API harness, read through the API server with k8s.
 		server.SetPodUsage(ns, labels.SelectorFromSet(map[string]string{"app": "other"}), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
 
 		before := server.Requests()
-		mc, err := versioned.NewForConfig(env.Config)
+		mc, err := versioned.NewForConfig(asKCM())
 		Expect(err).NotTo(HaveOccurred())
 		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		Expect(err).NotTo(HaveOccurred())
@@ -127,10 +137,10 @@ var _ = Describe("the metrics API harness, read through the API server with k8s.
 		server.SetExternalMetric(ns, "queue-depth", map[string]string{"queue": "jobs", "region": "b"}, resource.MustParse("12"))
 		server.SetExternalMetric(ns, "queue-depth", map[string]string{"queue": "mail", "region": "a"}, resource.MustParse("7"))
 
-		disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
+		disco, err := discovery.NewDiscoveryClientForConfig(asKCM())
 		Expect(err).NotTo(HaveOccurred())
 		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-		custom := custom_metrics.NewForConfig(env.Config, mapper, custom_metrics.NewAvailableAPIsGetter(disco))
+		custom := custom_metrics.NewForConfig(asKCM(), mapper, custom_metrics.NewAvailableAPIsGetter(disco))
 
 		By("a Pods metric: every pod of the selector")
 		values, err := custom.NamespacedMetrics(ns).GetForObjects(schema.GroupKind{Kind: "Pod"}, labels.Everything(), "packets-per-second", labels.Everything())
@@ -150,7 +160,7 @@ var _ = Describe("the metrics API harness, read through the API server with k8s.
 		Expect(err).To(HaveOccurred())
 
 		By("an External metric: the series matching the label selector")
-		external, err := external_metrics.NewForConfig(env.Config)
+		external, err := external_metrics.NewForConfig(asKCM())
 		Expect(err).NotTo(HaveOccurred())
 		sel, err := labels.Parse("queue=jobs")
 		Expect(err).NotTo(HaveOccurred())
