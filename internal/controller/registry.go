@@ -42,6 +42,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/controller/servicecidr"
 	"github.com/kcm/kcm/internal/controller/statefulset"
+	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
 	"github.com/kcm/kcm/internal/controller/tokencleaner"
 	"github.com/kcm/kcm/internal/controller/ttl"
@@ -108,7 +109,7 @@ func Registry() []setup.Descriptor {
 			Flags: []options.Flag{options.ConcurrentValidatingAdmissionPolicyStatusSyncs}},
 		tainteviction.Descriptor,
 		servicecidr.Descriptor,
-		{Name: "storage-version-migrator-controller", Aliases: []string{"svm"}},
+		storageversionmigrator.Descriptor,
 		selinuxwarning.Descriptor,
 	}
 }
