@@ -48,6 +48,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
 	"github.com/kcm/kcm/internal/controller/vacprotection"
+	"github.com/kcm/kcm/internal/controller/validatingadmissionpolicystatus"
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -105,8 +106,7 @@ func Registry() []setup.Descriptor {
 		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
 		{Name: "device-taint-eviction-controller", FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints}},
 		legacytokencleaner.Descriptor,
-		{Name: "validatingadmissionpolicy-status-controller",
-			Flags: []options.Flag{options.ConcurrentValidatingAdmissionPolicyStatusSyncs}},
+		validatingadmissionpolicystatus.Descriptor,
 		tainteviction.Descriptor,
 		servicecidr.Descriptor,
 		storageversionmigrator.Descriptor,
