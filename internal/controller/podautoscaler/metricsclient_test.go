@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 	custommetricsv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	externalmetricsv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
@@ -323,5 +324,43 @@ func TestGetExternalMetric(t *testing.T) {
 				t.Errorf("got %v at %v, want %v at %v", got, ts, tc.want, sampleTime)
 			}
 		})
+	}
+}
+
+// countingAPIs is an available-APIs cache that reports each invalidation.
+type countingAPIs struct{ invalidated chan struct{} }
+
+func (a *countingAPIs) PreferredVersion() (schema.GroupVersion, error) {
+	return custommetricsv1beta2.SchemeGroupVersion, nil
+}
+func (a *countingAPIs) Invalidate() { a.invalidated <- struct{}{} }
+
+func TestRunForgetsThePreferredVersion(t *testing.T) {
+	apis := &countingAPIs{invalidated: make(chan struct{})}
+	c := newMetricsClient(nil, nil, nil)
+	c.apis = apis
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		c.Run(ctx, time.Millisecond)
+		close(done)
+	}()
+	// Invalidated again and again, each period, until ctx ends. The bound
+	// only turns a Run that never invalidates into a failure, not a hang.
+	never := time.After(time.Minute)
+	for range 3 {
+		select {
+		case <-apis.invalidated:
+		case <-never:
+			t.Fatal("the preferred version was never forgotten")
+		}
+	}
+	cancel()
+	for {
+		select {
+		case <-apis.invalidated:
+		case <-done:
+			return
+		}
 	}
 }
