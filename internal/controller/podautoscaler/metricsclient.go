@@ -53,7 +53,13 @@ type MetricsClient interface {
 const customMetricDefaultWindow = time.Minute
 
 // RESTMetricsClient reads the three metrics APIs through the API server's
-// aggregator, as upstream's restMetricsClient.
+// aggregator, as upstream's restMetricsClient, with the controller's own
+// identity: pod usage is listed, a custom metric (of the pods, or of one
+// object) is a get of <resource>/<metric>, external series are listed.
+//
+// +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
+// +kubebuilder:rbac:groups=custom.metrics.k8s.io,resources=*,verbs=get
+// +kubebuilder:rbac:groups=external.metrics.k8s.io,resources=*,verbs=list
 type RESTMetricsClient struct {
 	resource resourceclient.PodMetricsesGetter
 	custom   customclient.CustomMetricsClient
