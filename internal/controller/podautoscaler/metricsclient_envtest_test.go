@@ -1,4 +1,4 @@
-package podautoscaler
+package podautoscaler_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/kcm/kcm/internal/controller/podautoscaler"
 	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/internal/testenv/metricsapi"
 )
@@ -24,7 +25,8 @@ import (
 // ServiceAccount's rights (the API server's own
 // system:controller:horizontal-pod-autoscaler role) and kcm's protobuf
 // content type. It runs its own API server, apart from the controller's
-// suite, so it depends on no spec state.
+// suite, so it depends on no spec state. It is in the external test package
+// since testenv imports the controller registry, which imports this package.
 func TestRESTMetricsClientThroughAggregator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -79,7 +81,7 @@ func TestRESTMetricsClientThroughAggregator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc, err := NewRESTMetricsClient(cfg, mapper)
+	mc, err := podautoscaler.NewRESTMetricsClient(cfg, mapper)
 	if err != nil {
 		t.Fatal(err)
 	}
