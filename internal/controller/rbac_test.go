@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-helpers/auth/rbac/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/setup"
@@ -74,7 +75,13 @@ func TestRBACMarkersWithinUpstreamRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := testenv.StartAPIServer()
+	// Upstream's bootstrap policy creates some controllers' roles only when the API server's
+	// gates they need are on (storage-version-garbage-collector: StorageVersionAPI, alpha).
+	env, err := testenv.StartAPIServer(func(te *envtest.Environment) {
+		args := te.ControlPlane.GetAPIServer().Configure()
+		args.Set("feature-gates", "StorageVersionAPI=true,APIServerIdentity=true")
+		args.Set("runtime-config", "internal.apiserver.k8s.io/v1alpha1=true")
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/controller/servicecidr"
 	"github.com/kcm/kcm/internal/controller/statefulset"
+	"github.com/kcm/kcm/internal/controller/storageversiongc"
 	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
 	"github.com/kcm/kcm/internal/controller/tainteviction"
 	"github.com/kcm/kcm/internal/controller/tokencleaner"
@@ -100,8 +101,7 @@ func Registry() []setup.Descriptor {
 		rootcapublisher.Descriptor,
 		ctbpublisher.Descriptor,
 		ephemeralvolume.Descriptor,
-		{Name: "storageversion-garbage-collector-controller", Aliases: []string{"storage-version-gc"},
-			FeatureGates: []featuregate.Feature{features.APIServerIdentity, features.StorageVersionAPI}},
+		storageversiongc.Descriptor,
 		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}, FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation}},
 		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
 		{Name: "device-taint-eviction-controller", FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints}},
