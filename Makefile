@@ -60,6 +60,10 @@ e2e: k8s-bins kwok build $(UPSTREAM_KCM) ## End-to-end specs: a local cluster (e
 bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kube-controller-manager: 500 Deployments x 4 replicas on 50 KWOK nodes (BENCH_ARGS="-deployments=100 ...", -h lists them). Table on stdout, JSON in bin/bench/result.json.
 	go run ./test/bench -kcm $(LOCALBIN)/kcm -upstream $(UPSTREAM_KCM) -assets $(K8S_BIN) -kwok $(KWOK) -out $(LOCALBIN)/bench/result.json -logs $(LOCALBIN)/bench/logs $(BENCH_ARGS)
 
+.PHONY: bench-svm
+bench-svm: k8s-bins ## storage-version-migrator-controller: one migration of a custom resource of 10,000 objects on an envtest API server (seconds, objects rewritten).
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench/ -run '^$$' -bench BenchmarkStorageVersionMigration -benchtime 1x -timeout 30m
+
 ##@ Development
 
 .PHONY: build

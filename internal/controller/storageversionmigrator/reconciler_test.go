@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
 )
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -160,6 +162,12 @@ var _ = Describe("storage-version-migrator-controller", func() {
 		svm := finished(ctx, createMigration(ctx, metav1.GroupResource{Resource: "configmaps"}).Name)
 		Expect(meta.IsStatusConditionTrue(svm.Status.Conditions, string(svmv1.MigrationSucceeded))).To(BeTrue(), "conditions %v", svm.Status.Conditions)
 		Expect(svm.Status.ResourceVersion).NotTo(BeEmpty())
+	})
+
+	It("refuses to start without the garbage collector, as upstream's constructor", func() {
+		// A second manager, never started: its Setup fails.
+		err := env.StartManager([]string{storageversionmigrator.ControllerName}, "--enable-garbage-collector=false")
+		Expect(err).To(MatchError(ContainSubstring("setting up storage-version-migrator-controller: storage version migrator requires garbage collector")))
 	})
 
 	It("fails the migration of a resource that does not exist, once discovery has had a minute to find it", func(ctx SpecContext) {
