@@ -29,6 +29,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/namespace"
 	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
+	"github.com/kcm/kcm/internal/controller/podautoscaler"
 	"github.com/kcm/kcm/internal/controller/podcertificaterequestcleaner"
 	"github.com/kcm/kcm/internal/controller/podgc"
 	"github.com/kcm/kcm/internal/controller/pvbinder"
@@ -51,7 +52,6 @@ import (
 	"github.com/kcm/kcm/internal/controller/vacprotection"
 	"github.com/kcm/kcm/internal/controller/validatingadmissionpolicystatus"
 	"github.com/kcm/kcm/internal/features"
-	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
 
@@ -76,8 +76,7 @@ func Registry() []setup.Descriptor {
 		{Name: "podgroup-protection-controller", FeatureGates: []featuregate.Feature{features.GenericWorkload}},
 		deployment.Descriptor,
 		replicaset.ReplicaSetDescriptor,
-		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"},
-			Flags: []options.Flag{options.ConcurrentHorizontalPodAutoscalerSyncs}},
+		podautoscaler.Descriptor,
 		disruption.Descriptor,
 		statefulset.Descriptor,
 		cronjob.Descriptor,

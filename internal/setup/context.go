@@ -231,3 +231,6 @@ func UserAgent(clientName string) string {
 	return fmt.Sprintf("%s/%s (%s/%s) kubernetes/kcm/%s",
 		path.Base(os.Args[0]), version.Get(), runtime.GOOS, runtime.GOARCH, clientName)
 }
+// Float64 reads a float64 flag.
+func (c *Context) Float64(f options.Float64Flag) float64 { c.mark(f); return c.Options.Float64(f) }
+
