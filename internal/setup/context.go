@@ -99,6 +99,9 @@ func (c *Context) Duration(f options.DurationFlag) time.Duration {
 // Float32 reads a float32 flag.
 func (c *Context) Float32(f options.Float32Flag) float32 { c.mark(f); return c.Options.Float32(f) }
 
+// Float64 reads a float64 flag.
+func (c *Context) Float64(f options.Float64Flag) float64 { c.mark(f); return c.Options.Float64(f) }
+
 // Int32 reads an int32 flag.
 func (c *Context) Int32(f options.Int32Flag) int32 { c.mark(f); return c.Options.Int32(f) }
 
@@ -231,6 +234,3 @@ func UserAgent(clientName string) string {
 	return fmt.Sprintf("%s/%s (%s/%s) kubernetes/kcm/%s",
 		path.Base(os.Args[0]), version.Get(), runtime.GOOS, runtime.GOARCH, clientName)
 }
-// Float64 reads a float64 flag.
-func (c *Context) Float64(f options.Float64Flag) float64 { c.mark(f); return c.Options.Float64(f) }
-
