@@ -67,7 +67,7 @@ var _ = Describe("storageversion-garbage-collector-controller", func() {
 		Expect(controllersSetUp(kcm.LogPath)).To(And(
 			ContainElement("validatingadmissionpolicy-status-controller"), Not(ContainElement(name))))
 		Expect(logLines(kcm.LogPath, "\tController is disabled by a feature gate\t")).To(ContainElement(
-			ContainSubstring(`{"controller": "`+name+`", "requiredFeatureGates": ["APIServerIdentity","StorageVersionAPI"]}`)))
+			ContainSubstring(`{"controller": "` + name + `", "requiredFeatureGates": ["APIServerIdentity","StorageVersionAPI"]}`)))
 	})
 
 	It("runs with the gate on in kcm alone and waits, without exiting, for an API server serving StorageVersions", func(ctx SpecContext) {
