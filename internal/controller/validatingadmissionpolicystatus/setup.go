@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
@@ -17,6 +18,12 @@ var Descriptor = setup.Descriptor{
 	Flags:      []options.Flag{options.ConcurrentValidatingAdmissionPolicyStatusSyncs},
 	Setup:      Setup,
 }
+
+// Upstream's discovery clients' rate limits.
+const (
+	discoveryQPS   = 20
+	discoveryBurst = 200
+)
 
 // Setup runs validatingadmissionpolicy-status-controller with
 // --concurrent-validating-admission-policy-status-syncs workers. The type checker reads
@@ -32,6 +39,11 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
+	// Upstream's discovery clients have a bucket of their own at 20 QPS, burst 200
+	// (k8s.io/controller-manager's ClientBuilder.DiscoveryClient): each check asks for the
+	// OpenAPI v3 index and a group-version's document per matched kind.
+	cfg.QPS, cfg.Burst = discoveryQPS, discoveryBurst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: discovery client: %w", ControllerName, err)
