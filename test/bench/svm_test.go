@@ -6,7 +6,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
@@ -30,6 +35,10 @@ import (
 // svmObjects is the size of the migrated resource (go test -args -svm-objects=N).
 var svmObjects = flag.Int("svm-objects", 10_000, "objects of the custom resource BenchmarkStorageVersionMigration migrates")
 
+// settle is how long the manager runs before the first migration: upstream's garbage
+// collector rediscovers resources every 30 s.
+const settle = 30 * time.Second
+
 var (
 	svmCRDGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 	svmGroup  = "bench.svm.kcm.test"
@@ -38,23 +47,47 @@ var (
 )
 
 // BenchmarkStorageVersionMigration measures storage-version-migrator-controller on one
-// migration of a custom resource of 10,000 objects (-svm-objects) on an envtest API server, kcm run as
-// kubeadm runs it (its own ServiceAccount, upstream's default --kube-api-qps and burst,
-// which the controller multiplies by 20 and 100): each iteration moves the storage version
-// (v1 to v2, back, ...) and times a StorageVersionMigration from its creation until it has
-// succeeded and its Running condition is closed. Reported: seconds per migration, objects
-// rewritten (resourceVersion changed) per migration, and objects rewritten per second.
-// `make bench-svm` runs it once.
+// migration of a custom resource of 10,000 objects (-svm-objects) on an envtest API server,
+// run as kubeadm runs it (its own ServiceAccount, upstream's default --kube-api-qps and
+// burst, which the controller multiplies by 20 and 100): each iteration moves the storage
+// version (v1 to v2, back, ...) and times a StorageVersionMigration from its creation until
+// it has succeeded and its Running condition is closed. Reported: seconds per migration,
+// objects rewritten (resourceVersion changed) per migration, and objects rewritten per
+// second. manager=kcm runs kcm in the test process; manager=upstream, the same on a fresh API
+// server, upstream's kube-controller-manager ($UPSTREAM_KCM, else bin/k8s/1.37.1's) as a
+// process with its garbage collector, whose informers its migration reads (skipped when it
+// is not built). `make bench-svm` runs both once.
 func BenchmarkStorageVersionMigration(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
+	b.Run("manager=kcm", func(b *testing.B) {
+		benchmarkMigration(b, func(env *testenv.Env) (func(), error) {
+			if err := env.StartManager([]string{storageversionmigrator.ControllerName}); err != nil {
+				return nil, err
+			}
+			return func() { _ = env.StopManager() }, nil
+		})
+	})
+	b.Run("manager=upstream", func(b *testing.B) {
+		bin := os.Getenv("UPSTREAM_KCM")
+		if bin == "" {
+			if root, err := testenv.RepoRoot(); err == nil {
+				bin = filepath.Join(root, testenv.AssetsDir, "kube-controller-manager")
+			}
+		}
+		if _, err := os.Stat(bin); err != nil {
+			b.Skipf("upstream's kube-controller-manager is not built (make bench builds it): %v", err)
+		}
+		benchmarkMigration(b, func(env *testenv.Env) (func(), error) { return startUpstream(b, env, bin) })
+	})
+}
+
+// benchmarkMigration runs the migrations on a fresh API server with the manager start runs.
+func benchmarkMigration(b *testing.B, start func(*testenv.Env) (stop func(), err error)) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	if err := env.StartManager([]string{storageversionmigrator.ControllerName}); err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
 	// The benchmark's own client is not rate limited: creating the objects is not measured.
 	cfg := rest.CopyConfig(env.Config)
@@ -72,11 +105,21 @@ func BenchmarkStorageVersionMigration(b *testing.B) {
 	if err := cl.Create(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
-	start := time.Now()
+	created := time.Now()
 	if err := createItems(ctx, cl, ns.Name, *svmObjects); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("created %d objects in %s", *svmObjects, time.Since(start).Round(time.Millisecond))
+	b.Logf("created %d objects in %s", *svmObjects, time.Since(created).Round(time.Millisecond))
+
+	// The manager starts on the existing resource and is given time to settle, so that
+	// upstream's garbage collector has its informer of the resource synced (as in a cluster
+	// where the resource has existed for a while) and the migration alone is timed.
+	stop, err := start(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	time.Sleep(settle)
 
 	var rewritten, seconds float64
 	versions := []string{"v1", "v2"}
@@ -246,4 +289,39 @@ func waitMigrated(ctx context.Context, cl client.Client, svm *svmv1.StorageVersi
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("migration %s not finished within %s", svm.Name, timeout)
+}
+
+// startUpstream runs upstream's kube-controller-manager as kubeadm's identity with
+// --use-service-account-credentials, its garbage collector and migrator only, serving
+// nothing, without leader election.
+func startUpstream(b *testing.B, env *testenv.Env, bin string) (func(), error) {
+	user, err := env.Environment.AddUser(envtest.User{Name: testenv.KubeadmUser}, env.Config)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := user.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	dir := b.TempDir()
+	kubeconfig := filepath.Join(dir, "controller-manager.conf")
+	if err := os.WriteFile(kubeconfig, conf, 0o600); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
+		"--use-service-account-credentials=true",
+		"--controllers=garbage-collector-controller,storage-version-migrator-controller")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = logFile.Close()
+	}, nil
 }

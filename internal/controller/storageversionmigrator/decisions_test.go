@@ -9,6 +9,7 @@ import (
 	svmv1 "k8s.io/api/storagemigration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -193,5 +194,28 @@ func TestMigratable(t *testing.T) {
 	}
 	if migratable(&metav1.APIResource{Verbs: []string{"get", "list", "patch"}}) {
 		t.Error("no update: migratable")
+	}
+}
+
+func TestReadCRD(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "widgets.example.com", "resourceVersion": "42", "generation": int64(3)},
+		"spec": map[string]any{"versions": []any{
+			map[string]any{"name": "v1", "storage": false},
+			map[string]any{"name": "v2", "storage": true},
+		}},
+		"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "Established", "status": "True"},
+			map[string]any{"type": "StorageMigrating", "status": "True", "observedGeneration": int64(2)},
+		}},
+	}}
+	want := crdState{Name: "widgets.example.com", ResourceVersion: "42", Generation: 3, StorageVersion: "v2",
+		HasMigrating: true, MigratingGeneration: 2}
+	if got := readCRD(u); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+	unstructured.RemoveNestedField(u.Object, "status")
+	if got := readCRD(u); got.HasMigrating || got.StorageVersion != "v2" {
+		t.Errorf("without status: %+v", got)
 	}
 }
