@@ -164,6 +164,16 @@ var _ = Describe("storage-version-migrator-controller", func() {
 		Expect(svm.Status.ResourceVersion).NotTo(BeEmpty())
 	})
 
+	It("fails the migration of a resource that cannot be listed, patched and updated", func(ctx SpecContext) {
+		// TokenReviews can only be created.
+		svm := finished(ctx, createMigration(ctx, metav1.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}).Name)
+		failed := meta.FindStatusCondition(svm.Status.Conditions, string(svmv1.MigrationFailed))
+		Expect(failed).NotTo(BeNil())
+		Expect(failed.Reason).To(Equal("StorageVersionMigrationFailed"))
+		Expect(failed.Message).To(Equal(`resource "authentication.k8s.io/v1, Resource=tokenreviews" does not support discovery operations: [update patch list]`))
+		Expect(svm.Status.ResourceVersion).To(BeEmpty())
+	})
+
 	It("refuses to start without the garbage collector, as upstream's constructor", func() {
 		// A second manager, never started: its Setup fails.
 		err := env.StartManager([]string{storageversionmigrator.ControllerName}, "--enable-garbage-collector=false")
