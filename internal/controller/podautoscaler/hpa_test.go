@@ -17,12 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // The test plays the kubelet (Running, Ready pods with CPU requests) and the metrics server
 // (metricsapi); no deployment controller runs: /scale reads the Deployment's spec.replicas.
 
 var cpuRequest = resource.MustParse("100m")
+
+// Upstream's metric families.
+const (
+	subsystem       = "horizontal_pod_autoscaler_controller_"
+	reconciliations = subsystem + "reconciliations_total"
+	computations    = subsystem + "metric_computation_total"
+)
 
 // deployment creates a Deployment of replicas with selector app=name.
 func deployment(ctx context.Context, ns, name string, replicas int32) *appsv1.Deployment {
@@ -144,6 +153,9 @@ var _ = Describe("horizontal-pod-autoscaler-controller", func() {
 		}).Should(Succeed())
 		Expect(replicasOf(ctx, ns, "web")()).To(Equal(int32(2)))
 
+		scaleUps := testenv.Sample(reconciliations, map[string]string{"action": "scale_up", "error": "none"})
+		upComputations := testenv.Sample(computations, map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})
+
 		By("scaling to 3 when usage rises to 75%: ceil(2 x 75/50)")
 		start := time.Now()
 		cpuUsage(ns, "web", "75m")
@@ -169,6 +181,18 @@ var _ = Describe("horizontal-pod-autoscaler-controller", func() {
 			g.Expect(rescales[0].Source.Component).To(Equal("horizontal-pod-autoscaler"))
 			g.Expect(rescales[0].Type).To(Equal(corev1.EventTypeNormal))
 		}).Should(Succeed())
+
+		By("recording upstream's metrics")
+		Eventually(func(g Gomega) {
+			g.Expect(testenv.Sample(subsystem+"desired_replicas", map[string]string{"namespace": ns, "hpa_name": "web"})).To(Equal(3.0))
+		}).Should(Succeed())
+		Expect(testenv.Sample(reconciliations, map[string]string{"action": "scale_up", "error": "none"})).To(BeNumerically(">", scaleUps))
+		Expect(testenv.Sample(subsystem+"reconciliation_duration_seconds", map[string]string{"action": "scale_up", "error": "none"})).To(BeNumerically(">", 0))
+		Expect(testenv.Sample(computations, map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})).To(BeNumerically(">", upComputations))
+		Expect(testenv.Sample(subsystem+"metric_computation_duration_seconds", map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})).To(BeNumerically(">", 0))
+		Expect(testenv.Sample(subsystem+"num_horizontal_pod_autoscalers", nil)).To(BeNumerically(">=", 1))
+		Expect(testenv.LabelNames(reconciliations)).To(Equal([]string{"action", "error"}))
+		Expect(testenv.LabelNames(computations)).To(Equal([]string{"action", "error", "metric_type"}))
 	})
 
 	It("waits for the downscale stabilization window before scaling down", func(ctx SpecContext) {
@@ -221,6 +245,8 @@ var _ = Describe("horizontal-pod-autoscaler-controller", func() {
 			g.Expect(failed[0].Message).To(HavePrefix("invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: failed to get cpu utilization: "))
 		}).Should(Succeed())
 		Expect(replicasOf(ctx, ns, "web")()).To(Equal(int32(2)))
+		Expect(testenv.Sample(reconciliations, map[string]string{"action": "none", "error": "internal"})).To(BeNumerically(">", 0))
+		Expect(testenv.Sample(computations, map[string]string{"action": "none", "error": "internal", "metric_type": "Resource"})).To(BeNumerically(">", 0))
 	})
 
 	It("refuses a second HPA on the same pods: AmbiguousSelector", func(ctx SpecContext) {

@@ -74,6 +74,8 @@ type Reconciler struct {
 	// Generation: HPAGeneration, status.observedGeneration written and spec changes synced
 	// at once.
 	Generation bool
+	// PodLevelResources: the PodLevelResources gate, pod-level requests used for utilization.
+	PodLevelResources bool
 	// Stale skips a sync while the cache has not caught up with our last status write
 	// (StaleControllerConsistencyHPA); nil: never.
 	Stale *staleness.Guard
@@ -405,7 +407,7 @@ func (r *Reconciler) prepare() {
 		r.Clock = clock.RealClock{}
 	}
 	r.calc = &ReplicaCalculator{Metrics: r.Metrics, Pods: r.Client, CPUInitializationPeriod: r.CPUInitializationPeriod,
-		DelayOfInitialReadinessStatus: r.InitialReadinessDelay, Now: r.Clock.Now}
+		DelayOfInitialReadinessStatus: r.InitialReadinessDelay, Now: r.Clock.Now, PodLevelResources: r.PodLevelResources}
 	r.selectors = newSelectorStore()
 	r.histories = map[types.NamespacedName]*history{}
 }

@@ -93,6 +93,7 @@ func Setup(ctx *setup.Context) error {
 		ScaleToZero:             ctx.Enabled(features.HPAScaleToZero),
 		ConfigurableTolerance:   ctx.Enabled(features.HPAConfigurableTolerance),
 		Generation:              ctx.Enabled(features.HPAGeneration),
+		PodLevelResources:       ctx.Enabled(features.PodLevelResources),
 	}
 	if ctx.Enabled(features.StaleControllerConsistencyHPA) {
 		r.Stale = staleness.NewGuard(staleSkips, map[schema.GroupResource]func() string{
