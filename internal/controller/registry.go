@@ -36,6 +36,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
 	"github.com/kcm/kcm/internal/controller/pvprotection"
 	"github.com/kcm/kcm/internal/controller/replicaset"
+	"github.com/kcm/kcm/internal/controller/resourceclaim"
 	"github.com/kcm/kcm/internal/controller/resourcequota"
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
 	"github.com/kcm/kcm/internal/controller/selinuxwarning"
@@ -101,7 +102,7 @@ func Registry() []setup.Descriptor {
 		ctbpublisher.Descriptor,
 		ephemeralvolume.Descriptor,
 		storageversiongc.Descriptor,
-		{Name: "resourceclaim-controller", Aliases: []string{"resource-claim-controller"}, FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation}},
+		resourceclaim.Descriptor,
 		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
 		{Name: "device-taint-eviction-controller", FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints}},
 		legacytokencleaner.Descriptor,
