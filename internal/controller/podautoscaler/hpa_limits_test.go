@@ -140,4 +140,19 @@ var _ = Describe("horizontal-pod-autoscaler-controller's bounds and behavior", f
 			g.Expect(h.Status.CurrentMetrics[0].External.Current.Value.String()).To(Equal("25"))
 		}).Should(Succeed())
 	})
+
+	It("reports a target it cannot read: AbleToScale False FailedGetScale", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "hpa-notarget")
+		cpuHPA(ctx, ns, "ghost", deploymentRef("ghost"), 1, 10, 50)
+		Eventually(func(g Gomega) {
+			able := condition(getHPA(ctx, g, ns, "ghost"), autoscalingv2.AbleToScale)
+			g.Expect(able.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(able.Reason).To(Equal("FailedGetScale"))
+			g.Expect(able.Message).To(Equal(`the HPA controller was unable to get the target's current scale: deployments.apps "ghost" not found`))
+			failed := events(ctx, g, ns, "ghost", "FailedGetScale")
+			g.Expect(failed).NotTo(BeEmpty())
+			g.Expect(failed[0].Message).To(Equal(`deployments.apps "ghost" not found`))
+			g.Expect(failed[0].Type).To(Equal(corev1.EventTypeWarning))
+		}).Should(Succeed())
+	})
 })
