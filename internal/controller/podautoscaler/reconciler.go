@@ -424,14 +424,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return errors.New(ControllerName + ": the sync period must be positive")
 	}
 	r.prepare()
-	generation := r.Generation
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return generation && e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
-			},
-		})).
+		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(updatesSynced(r.Generation))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// updatesSynced lets creations and deletions through, and of the updates only spec changes
+// with HPAGeneration (the API server bumps the generation on spec changes only): every other
+// update, the controller's own status writes among them, waits for the next period, as
+// upstream's rate-limited requeue of updates (which avoids a hot loop, issue 42715).
+func updatesSynced(generation bool) predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return generation && e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+	}
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // The flag's tolerance, replaced per direction by behavior's (HPAConfigurableTolerance).
@@ -49,5 +50,27 @@ func TestBuildQuantity(t *testing.T) {
 	}
 	if got := buildQuantity(corev1.ResourceCPU, 250); got.String() != "250m" {
 		t.Errorf("cpu: %s", got.String())
+	}
+}
+
+// HPAs are synced at once when created or deleted, and on spec changes only with
+// HPAGeneration; status writes wait for the period.
+func TestUpdatesSynced(t *testing.T) {
+	hpa := func(gen int64) *autoscalingv2.HorizontalPodAutoscaler {
+		h := &autoscalingv2.HorizontalPodAutoscaler{}
+		h.Generation = gen
+		return h
+	}
+	for _, gate := range []bool{true, false} {
+		p := updatesSynced(gate)
+		if !p.Create(event.CreateEvent{Object: hpa(1)}) || !p.Delete(event.DeleteEvent{Object: hpa(1)}) {
+			t.Errorf("gate %v: creation or deletion not synced", gate)
+		}
+		if p.Update(event.UpdateEvent{ObjectOld: hpa(1), ObjectNew: hpa(1)}) {
+			t.Errorf("gate %v: a status-only update synced at once", gate)
+		}
+		if got := p.Update(event.UpdateEvent{ObjectOld: hpa(1), ObjectNew: hpa(2)}); got != gate {
+			t.Errorf("gate %v: a spec change synced at once: %v", gate, got)
+		}
 	}
 }
