@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -153,6 +154,40 @@ var _ = Describe("horizontal-pod-autoscaler-controller's bounds and behavior", f
 			g.Expect(failed).NotTo(BeEmpty())
 			g.Expect(failed[0].Message).To(Equal(`deployments.apps "ghost" not found`))
 			g.Expect(failed[0].Type).To(Equal(corev1.EventTypeWarning))
+		}).Should(Succeed())
+	})
+
+	It("scales on an Object metric, at most doubling per sync without behavior", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "hpa-object")
+		deployment(ctx, ns, "front", 2)
+		runningPods(ctx, ns, "front", 2)
+		// The Service sees 3 times its target: 6 replicas asked for the 2 ready pods, 4 allowed
+		// from 2 (upstream's rate without behavior), then 6 from 4 at the next sync.
+		metrics.SetObjectMetric(ns, schema.GroupResource{Resource: "services"}, "front", "requests", resource.MustParse("300"))
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "front"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: deploymentRef("front"),
+				MaxReplicas:    10,
+				Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ObjectMetricSourceType, Object: &autoscalingv2.ObjectMetricSource{
+					DescribedObject: autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "front"},
+					Metric:          autoscalingv2.MetricIdentifier{Name: "requests"},
+					Target:          autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse("100"))},
+				}}},
+			},
+		}
+		Expect(env.Client.Create(ctx, hpa)).To(Succeed())
+		Eventually(replicasOf(ctx, ns, "front")).Should(Equal(int32(6)))
+		Eventually(func(g Gomega) {
+			var messages []string
+			for _, e := range events(ctx, g, ns, "front", "SuccessfulRescale") {
+				messages = append(messages, e.Message)
+			}
+			g.Expect(messages).To(ConsistOf(
+				"New size: 4; reason: Service metric requests above target",
+				"New size: 6; reason: Service metric requests above target"))
+			h := getHPA(ctx, g, ns, "front")
+			g.Expect(h.Status.CurrentMetrics[0].Object.Current.Value.String()).To(Equal("300"))
 		}).Should(Succeed())
 	})
 })
