@@ -83,9 +83,10 @@ type Reconciler struct {
 	initOnce sync.Once
 	// deleted holds the UIDs of pods whose deletion the controller saw.
 	deleted *lru.Cache
-	// created holds the claims this controller created that the cache may not show yet, by
-	// "namespace/name" and by "<pod UID>/<pod claim>", so that a retry after a failed status
-	// apply finds its claim rather than creating another (upstream's mutation cache).
+	// created holds the claims this controller created that the cache did not show yet, by
+	// "<pod UID>/<pod claim>": a sync of the pod before the cache has the claim (a failed
+	// status apply, or the pod's cache behind the apply) must find it rather than create
+	// another (upstream's mutation cache).
 	created *lru.Cache
 }
 
@@ -117,7 +118,10 @@ func (r podReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if p.DeletionTimestamp != nil {
+	if p.DeletionTimestamp != nil || isTerminal(p) {
+		// A pod that is done never needs its claims again: the claim reconciler deletes
+		// them, and they must not be made again. (Upstream has no such check; its mutation
+		// cache keeps a deleted claim "existing" for an hour, which mostly hides it.)
 		return reconcile.Result{}, nil
 	}
 	group, err := r.podGroup(ctx, p)
@@ -210,22 +214,16 @@ func (r podReconciler) ensureClaim(ctx context.Context, p *corev1.Pod, group *sc
 	return nil
 }
 
-// claimExists reports whether the named claim exists (in the cache, among those just
-// created, else live) and, when it must, is the pod's own.
+// claimExists reports whether the named claim exists (in the cache, else live: the cache may
+// not show a claim just created) and, when it must, is the pod's own.
 func (r podReconciler) claimExists(ctx context.Context, p *corev1.Pod, name string, mustCheckOwner bool) (bool, error) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: name}
 	claim := &resourceapi.ResourceClaim{}
-	err := r.Client.Get(ctx, key, claim)
-	switch {
-	case err == nil:
-		// The cache has caught up with this controller's create.
-		r.created.Remove(key.String())
-	case !apierrors.IsNotFound(err):
-		return false, err
-	default:
-		if c, ok := r.created.Get(key.String()); ok {
-			claim = c.(*resourceapi.ResourceClaim)
-		} else if err := r.APIReader.Get(ctx, key, claim); err != nil {
+	if err := r.Client.Get(ctx, key, claim); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		if err := r.APIReader.Get(ctx, key, claim); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 	}
@@ -246,16 +244,28 @@ func (r podReconciler) generatedClaim(ctx context.Context, p *corev1.Pod, podCla
 	if err := r.Client.List(ctx, claims, client.InNamespace(p.Namespace), client.MatchingFields{claimsByController.Field: string(p.UID)}); err != nil {
 		return nil, err
 	}
+	key := string(p.UID) + "/" + podClaim
 	for i := range claims.Items {
 		// The first that matches: others, if any, go with the pod.
 		if generatedFor(&claims.Items[i], p.UID, podClaim) {
+			r.created.Remove(key)
 			return &claims.Items[i], nil
 		}
 	}
-	if c, ok := r.created.Get(string(p.UID) + "/" + podClaim); ok {
-		return c.(*resourceapi.ResourceClaim), nil
+	c, ok := r.created.Get(key)
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
+	// Created but not in the cache: still there, or deleted since (then made again)?
+	claim := &resourceapi.ResourceClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c.(*resourceapi.ResourceClaim)), claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.created.Remove(key)
+			return nil, nil
+		}
+		return nil, err
+	}
+	return claim, nil
 }
 
 // createClaim creates the pod's claim from its template, counting the create in
@@ -283,7 +293,6 @@ func (r podReconciler) createClaim(ctx context.Context, p *corev1.Pod, pc *corev
 	}
 	drametrics.ResourceClaimCreate.WithLabelValues(labels("success")...).Inc()
 	log.FromContext(ctx).V(4).Info("Created ResourceClaim", "claim", claim.Name)
-	r.created.Add(client.ObjectKeyFromObject(claim).String(), claim)
 	r.created.Add(string(p.UID)+"/"+pc.Name, claim)
 	return claim, nil
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -180,6 +181,22 @@ var _ = Describe("resourceclaim-controller", func() {
 		Expect(claims.Items).To(HaveLen(1))
 	})
 
+	It("makes the claim again when the one the pod's status names is deleted while the pod lives", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "claim")
+		createTemplate(ctx, ns, "gpu-template")
+		p := createPod(ctx, ns, "server", "", fromTemplate("gpu-template"))
+		first := expectGeneratedClaim(ctx, p)
+		Expect(env.Client.Delete(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &corev1.Pod{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+			g.Expect(got.Status.ResourceClaimStatuses).To(HaveLen(1))
+			g.Expect(got.Status.ResourceClaimStatuses[0].ResourceClaimName).To(HaveValue(Not(Equal(first.Name))))
+		}).Should(Succeed())
+		second := expectGeneratedClaim(ctx, p)
+		Expect(second.UID).NotTo(Equal(first.UID))
+	})
+
 	It("cuts a long generated name in proportion, keeping part of the pod's and the claim's names", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "claim")
 		createTemplate(ctx, ns, "t")
@@ -217,6 +234,58 @@ var _ = Describe("resourceclaim-controller", func() {
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})).To(Succeed())
+
+		By("the pod done: its claim is not made again")
+		Consistently(func(g Gomega) {
+			claims := &resourceapi.ResourceClaimList{}
+			g.Expect(env.Client.List(ctx, claims, client.InNamespace(ns))).To(Succeed())
+			g.Expect(claims.Items).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("deletes the scheduler's extended-resource claim, named in the pod's status, when the pod is done", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "claim")
+		gpu := corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ext"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: gpu, Limits: gpu}}}},
+		}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+
+		By("the scheduler's claim for the extended resource, controlled by the pod, allocated and reserved, named in the pod's status")
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ext-gpu",
+				Annotations:     map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}},
+			Spec: claimSpec(),
+		}
+		Expect(env.Client.Create(ctx, claim)).To(Succeed())
+		allocate(ctx, claim, p)
+		Eventually(func() error {
+			got := &corev1.Pod{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+				return err
+			}
+			got.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{
+				ResourceClaimName: claim.Name,
+				RequestMappings:   []corev1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "gpu"}},
+			}
+			return env.Client.Status().Update(ctx, got)
+		}).Should(Succeed())
+		Eventually(func() float64 {
+			return testenv.Sample("dynamic_resource_allocation_resource_claims", map[string]string{"allocated": "true", "admin_access": "false", "source": "extended_resource"})
+		}).Should(BeNumerically(">=", 1))
+		Consistently(func() error {
+			_, err := getClaim(ctx, ns, claim.Name)
+			return err
+		}).Should(Succeed(), "kept while the pod may run")
+
+		finish(ctx, p)
+		Eventually(func() bool {
+			_, err := getClaim(ctx, ns, claim.Name)
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
 	})
 
 	It("removes a deleted pod's reservation of a user's claim and deallocates it, keeping the claim", func(ctx SpecContext) {

@@ -98,7 +98,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 // from its template, or, once scheduled, an allocated claim to reserve for it.
 func (r *Reconciler) podNeedsWork(obj client.Object) bool {
 	p, ok := obj.(*corev1.Pod)
-	if !ok || p.DeletionTimestamp != nil {
+	if !ok || p.DeletionTimestamp != nil || isTerminal(p) {
 		return false
 	}
 	ctx := context.Background()
