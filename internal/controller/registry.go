@@ -32,6 +32,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/podautoscaler"
 	"github.com/kcm/kcm/internal/controller/podcertificaterequestcleaner"
 	"github.com/kcm/kcm/internal/controller/podgc"
+	"github.com/kcm/kcm/internal/controller/podgroupprotection"
 	"github.com/kcm/kcm/internal/controller/pvbinder"
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
 	"github.com/kcm/kcm/internal/controller/pvprotection"
@@ -74,7 +75,7 @@ func Registry() []setup.Descriptor {
 		garbagecollector.Descriptor,
 		daemonset.Descriptor,
 		job.Descriptor,
-		{Name: "podgroup-protection-controller", FeatureGates: []featuregate.Feature{features.GenericWorkload}},
+		podgroupprotection.Descriptor,
 		deployment.Descriptor,
 		replicaset.ReplicaSetDescriptor,
 		podautoscaler.Descriptor,
