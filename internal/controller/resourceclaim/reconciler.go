@@ -84,9 +84,10 @@ type Reconciler struct {
 	// deleted holds the UIDs of pods whose deletion the controller saw.
 	deleted *lru.Cache
 	// created holds the claims this controller created that the cache did not show yet, by
-	// "<pod UID>/<pod claim>": a sync of the pod before the cache has the claim (a failed
-	// status apply, or the pod's cache behind the apply) must find it rather than create
-	// another (upstream's mutation cache).
+	// createdKey: a sync of the pod before the cache has the claim (after a failed status
+	// apply, or with the pod's cache ahead of the claims') must find it rather than create
+	// another, or read it live (upstream's mutation cache). The claim's first event in the
+	// cache removes it (forgetCreated).
 	created *lru.Cache
 }
 
@@ -183,7 +184,7 @@ func (r podReconciler) ensureClaim(ctx context.Context, p *corev1.Pod, group *sc
 	case *name != "":
 		// Recorded in the status: it should exist, unless deleted by accident; then it is
 		// made again.
-		exists, err := r.claimExists(ctx, p, *name, mustCheckOwner)
+		exists, err := r.claimExists(ctx, p, pc.Name, *name, mustCheckOwner)
 		if err != nil || exists {
 			return err
 		}
@@ -214,16 +215,18 @@ func (r podReconciler) ensureClaim(ctx context.Context, p *corev1.Pod, group *sc
 	return nil
 }
 
-// claimExists reports whether the named claim exists (in the cache, else live: the cache may
-// not show a claim just created) and, when it must, is the pod's own.
-func (r podReconciler) claimExists(ctx context.Context, p *corev1.Pod, name string, mustCheckOwner bool) (bool, error) {
+// claimExists reports whether the pod's claim podClaim, recorded as name, exists (in the
+// cache, among those just created, else live) and, when it must, is the pod's own.
+func (r podReconciler) claimExists(ctx context.Context, p *corev1.Pod, podClaim, name string, mustCheckOwner bool) (bool, error) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: name}
 	claim := &resourceapi.ResourceClaim{}
 	if err := r.Client.Get(ctx, key, claim); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, err
 		}
-		if err := r.APIReader.Get(ctx, key, claim); err != nil {
+		if c, ok := r.created.Get(createdKey(p.UID, podClaim)); ok && c.(*resourceapi.ResourceClaim).Name == name {
+			claim = c.(*resourceapi.ResourceClaim)
+		} else if err := r.APIReader.Get(ctx, key, claim); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 	}
@@ -244,28 +247,16 @@ func (r podReconciler) generatedClaim(ctx context.Context, p *corev1.Pod, podCla
 	if err := r.Client.List(ctx, claims, client.InNamespace(p.Namespace), client.MatchingFields{claimsByController.Field: string(p.UID)}); err != nil {
 		return nil, err
 	}
-	key := string(p.UID) + "/" + podClaim
 	for i := range claims.Items {
 		// The first that matches: others, if any, go with the pod.
 		if generatedFor(&claims.Items[i], p.UID, podClaim) {
-			r.created.Remove(key)
 			return &claims.Items[i], nil
 		}
 	}
-	c, ok := r.created.Get(key)
-	if !ok {
-		return nil, nil
+	if c, ok := r.created.Get(createdKey(p.UID, podClaim)); ok {
+		return c.(*resourceapi.ResourceClaim), nil
 	}
-	// Created but not in the cache: still there, or deleted since (then made again)?
-	claim := &resourceapi.ResourceClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c.(*resourceapi.ResourceClaim)), claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.created.Remove(key)
-			return nil, nil
-		}
-		return nil, err
-	}
-	return claim, nil
+	return nil, nil
 }
 
 // createClaim creates the pod's claim from its template, counting the create in
@@ -293,8 +284,25 @@ func (r podReconciler) createClaim(ctx context.Context, p *corev1.Pod, pc *corev
 	}
 	drametrics.ResourceClaimCreate.WithLabelValues(labels("success")...).Inc()
 	log.FromContext(ctx).V(4).Info("Created ResourceClaim", "claim", claim.Name)
-	r.created.Add(string(p.UID)+"/"+pc.Name, claim)
+	r.created.Add(createdKey(p.UID, pc.Name), claim)
+	if r.Client.Get(ctx, client.ObjectKeyFromObject(claim), &resourceapi.ResourceClaim{}) == nil {
+		// Its event came before it was remembered: forgetCreated has run already.
+		r.created.Remove(createdKey(p.UID, pc.Name))
+	}
 	return claim, nil
+}
+
+// createdKey identifies a claim generated for a pod's claim among those just created.
+func createdKey(pod types.UID, podClaim string) string { return string(pod) + "/" + podClaim }
+
+// forgetCreated drops a claim the cache now shows (or shows deleted) from those just
+// created: from now on the cache answers for it.
+func (r *Reconciler) forgetCreated(claim client.Object) {
+	if _, uid := owningPod(claim.(*resourceapi.ResourceClaim)); uid != "" {
+		if podClaim, ok := claim.GetAnnotations()[resourceapi.PodResourceClaimAnnotation]; ok {
+			r.created.Remove(createdKey(uid, podClaim))
+		}
+	}
 }
 
 // applyStatuses records the generated claims in pod.status.resourceClaimStatuses by a

@@ -136,8 +136,10 @@ func (r *Reconciler) podNeedsWork(obj client.Object) bool {
 	return false
 }
 
-// podsOfClaim maps a claim to the pods using it that need work.
+// podsOfClaim maps a claim to the pods using it that need work. A claim this controller
+// created is in the cache from its first event on.
 func (r *Reconciler) podsOfClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.forgetCreated(obj)
 	return r.podsNeedingWork(ctx, obj, podsByClaim.Field)
 }
 
