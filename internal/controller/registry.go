@@ -17,6 +17,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/ctbpublisher"
 	"github.com/kcm/kcm/internal/controller/daemonset"
 	"github.com/kcm/kcm/internal/controller/deployment"
+	"github.com/kcm/kcm/internal/controller/devicetainteviction"
 	"github.com/kcm/kcm/internal/controller/disruption"
 	"github.com/kcm/kcm/internal/controller/endpoints"
 	"github.com/kcm/kcm/internal/controller/endpointslice"
@@ -105,7 +106,7 @@ func Registry() []setup.Descriptor {
 		storageversiongc.Descriptor,
 		resourceclaim.Descriptor,
 		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
-		{Name: "device-taint-eviction-controller", FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints}},
+		devicetainteviction.Descriptor,
 		legacytokencleaner.Descriptor,
 		validatingadmissionpolicystatus.Descriptor,
 		tainteviction.Descriptor,

@@ -1,0 +1,306 @@
+package devicetainteviction_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/controller/devicetainteviction"
+	"github.com/kcm/kcm/internal/setup"
+	"github.com/kcm/kcm/internal/testenv"
+)
+
+var (
+	env   *testenv.Env
+	clock = &testenv.OffsetClock{}
+)
+
+func TestDeviceTaintEvictionController(t *testing.T) {
+	testenv.RunSuite(t, "device-taint-eviction-controller suite")
+}
+
+// The API server serves resource.k8s.io/v1, DeviceTaintRules included, by default in v1.37.
+var _ = BeforeSuite(func() {
+	env = testenv.MustStartAPIServer()
+	Expect(env.StartManagerWith([]string{devicetainteviction.ControllerName}, nil,
+		setup.OverrideFor(devicetainteviction.ControllerName, func(r *devicetainteviction.Reconciler) { r.Clock = clock }))).To(Succeed())
+})
+
+const driver = "gpu.example.com"
+
+// The test plays the driver: one ResourceSlice per node, a pool of the node's name with
+// devices dev-0..dev-<n-1>.
+func createSlice(ctx context.Context, node string, n int) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   driver,
+			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+			NodeName: ptr.To(node),
+		},
+	}
+	for i := range n {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("dev-%d", i)})
+	}
+	Expect(env.Client.Create(ctx, s)).To(Succeed())
+	return s
+}
+
+// taintDevice sets (or, with taint nil, clears) the taints of one device of the slice.
+func taintDevice(ctx context.Context, s *resourceapi.ResourceSlice, device string, taint *resourceapi.DeviceTaint) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		for i := range s.Spec.Devices {
+			if s.Spec.Devices[i].Name == device {
+				s.Spec.Devices[i].Taints = nil
+				if taint != nil {
+					s.Spec.Devices[i].Taints = []resourceapi.DeviceTaint{*taint}
+				}
+			}
+		}
+		g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// usePod is a pod bound to node and running (the scheduler's and kubelet's part) whose
+// claim of the same name has the device allocated and is reserved for it, with the
+// device's tolerations.
+func usePod(ctx context.Context, ns, name, node, device string, tolerations ...resourceapi.DeviceToleration) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName: node,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}},
+		},
+	}
+	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: driver},
+		}}}},
+	}
+	Expect(env.Client.Create(ctx, claim)).To(Succeed())
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: driver, Pool: node, Device: device, Tolerations: tolerations,
+		}},
+	}}
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+	return pod
+}
+
+func noExecute(key string) *resourceapi.DeviceTaint {
+	return &resourceapi.DeviceTaint{Key: key, Value: "true", Effect: resourceapi.DeviceTaintEffectNoExecute}
+}
+
+func tolerate(key string, seconds int64) resourceapi.DeviceToleration {
+	return resourceapi.DeviceToleration{Key: key, Operator: resourceapi.DeviceTolerationOpExists,
+		Effect: resourceapi.DeviceTaintEffectNoExecute, TolerationSeconds: ptr.To(seconds)}
+}
+
+// expectEvicted waits for the pod's DisruptionTarget condition and its deletion (no
+// kubelet finishes it, so it stays with a deletionTimestamp).
+func expectEvicted(ctx context.Context, pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &corev1.Pod{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+		g.Expect(got.Status.Conditions).To(ContainElement(SatisfyAll(
+			HaveField("Type", corev1.DisruptionTarget), HaveField("Status", corev1.ConditionTrue),
+			HaveField("Reason", "DeletionByDeviceTaintManager"),
+			HaveField("Message", "Device Taint manager: deleting due to NoExecute taint"))))
+	}).Should(Succeed())
+}
+
+func expectUntouched(ctx context.Context, pod *corev1.Pod) {
+	GinkgoHelper()
+	got := &corev1.Pod{}
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+	Expect(got.DeletionTimestamp).To(BeNil())
+	Expect(got.Status.Conditions).NotTo(ContainElement(HaveField("Type", corev1.DisruptionTarget)))
+}
+
+// expectEvent waits for the controller's Event on the pod with this message.
+func expectEvent(ctx context.Context, pod *corev1.Pod, message string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		events := &corev1.EventList{}
+		g.Expect(env.Client.List(ctx, events, client.InNamespace(pod.Namespace))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(SatisfyAll(
+			HaveField("InvolvedObject.Name", pod.Name), HaveField("InvolvedObject.UID", pod.UID),
+			HaveField("Type", corev1.EventTypeNormal), HaveField("Reason", "DeviceTaintManagerEviction"),
+			HaveField("Message", message), HaveField("Source.Component", devicetainteviction.ControllerName))))
+	}).Should(Succeed())
+}
+
+func eventCount(ctx context.Context, pod *corev1.Pod) int {
+	GinkgoHelper()
+	events := &corev1.EventList{}
+	Expect(env.Client.List(ctx, events, client.InNamespace(pod.Namespace))).To(Succeed())
+	n := 0
+	for _, e := range events.Items {
+		if e.InvolvedObject.UID == pod.UID {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("device-taint-eviction-controller", func() {
+	const (
+		deletions = "device_taint_eviction_controller_pod_deletions_total"
+		latency   = "device_taint_eviction_controller_pod_deletion_duration_seconds"
+	)
+
+	It("evicts exactly the pod using a device its ResourceSlice taints NoExecute", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "slice")
+		slice := createSlice(ctx, "node-a", 2)
+		victim := usePod(ctx, ns, "victim", "node-a", "dev-0")
+		bystander := usePod(ctx, ns, "bystander", "node-a", "dev-1")
+		before, beforeLatency := testenv.Sample(deletions, nil), testenv.Sample(latency, nil)
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		expectEvicted(ctx, victim)
+		expectEvent(ctx, victim, "Marking for deletion")
+		expectUntouched(ctx, bystander)
+		Expect(eventCount(ctx, bystander)).To(BeZero())
+		Expect(testenv.Sample(deletions, nil)).To(Equal(before + 1))
+		Expect(testenv.Sample(latency, nil)).To(Equal(beforeLatency + 1))
+	})
+
+	It("waits for the claim's tolerationSeconds and cancels when the taint goes first", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "toleration")
+		slice := createSlice(ctx, "node-b", 3)
+		patient := usePod(ctx, ns, "patient", "node-b", "dev-0", tolerate("broken", 3600))
+		witness := usePod(ctx, ns, "witness", "node-b", "dev-1")
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		taintDevice(ctx, slice, "dev-1", noExecute("broken"))
+		// The untolerating pod on the same slice goes at once: the tolerating one was
+		// decided in the same pass and waits.
+		expectEvicted(ctx, witness)
+		expectUntouched(ctx, patient)
+
+		taintDevice(ctx, slice, "dev-0", nil)
+		expectEvent(ctx, patient, "Cancelling deletion")
+		expectUntouched(ctx, patient)
+	})
+
+	It("evicts a tolerating pod once its tolerationSeconds have passed since the taint was added", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "expiry")
+		slice := createSlice(ctx, "node-c", 1)
+		short := usePod(ctx, ns, "short", "node-c", "dev-0", tolerate("broken", 2))
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		expectEvicted(ctx, short)
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(slice), slice)).To(Succeed())
+		added := slice.Spec.Devices[0].Taints[0].TimeAdded
+		Expect(added).NotTo(BeNil())
+		got := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(short), got)).To(Succeed())
+		for _, c := range got.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				// Whole seconds on the wire: the condition is at least a second after the taint.
+				Expect(c.LastTransitionTime.Sub(added.Time)).To(BeNumerically(">=", time.Second))
+			}
+		}
+	})
+
+	It("evicts at once a pod whose tolerationSeconds passed on the controller's clock", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "clock")
+		slice := createSlice(ctx, "node-g", 1)
+		long := usePod(ctx, ns, "long", "node-g", "dev-0", tolerate("broken", 3600))
+		// An hour's toleration on a clock an hour and a minute ahead has passed already.
+		clock.Set(61 * time.Minute)
+		DeferCleanup(clock.Set, time.Duration(0))
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		expectEvicted(ctx, long)
+	})
+
+	It("evicts the pod using a device a NoExecute DeviceTaintRule selects and reports it in the rule's status", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "rule")
+		createSlice(ctx, "node-d", 2)
+		victim := usePod(ctx, ns, "victim", "node-d", "dev-0")
+		bystander := usePod(ctx, ns, "bystander", "node-d", "dev-1")
+
+		rule := &resourceapi.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-d-dev-0"},
+			Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(driver), Pool: ptr.To("node-d"), Device: ptr.To("dev-0")},
+				Taint:          resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoExecute},
+			},
+		}
+		Expect(env.Client.Create(ctx, rule)).To(Succeed())
+		expectEvicted(ctx, victim)
+		expectEvent(ctx, victim, "Marking for deletion")
+		expectUntouched(ctx, bystander)
+
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rule), rule)).To(Succeed())
+			g.Expect(rule.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", resourceapi.DeviceTaintConditionEvictionInProgress),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Completed"),
+				HaveField("Message", "1 pod evicted since starting the controller."),
+				HaveField("ObservedGeneration", rule.Generation))))
+		}, 40*time.Second).Should(Succeed())
+	})
+
+	It("reports what a DeviceTaintRule with effect None would evict, evicting nothing", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "none")
+		createSlice(ctx, "node-e", 3)
+		user := usePod(ctx, ns, "user", "node-e", "dev-2")
+		rule := &resourceapi.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-e-dry-run"},
+			Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: ptr.To("node-e")},
+				Taint:          resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNone},
+			},
+		}
+		Expect(env.Client.Create(ctx, rule)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rule), rule)).To(Succeed())
+			g.Expect(rule.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", resourceapi.DeviceTaintConditionEvictionInProgress),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "NoEffect"),
+				HaveField("Message", "3 published devices selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace if the effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update."),
+			)))
+		}).Should(Succeed())
+		expectUntouched(ctx, user)
+	})
+
+	It("leaves a pod whose claim is reserved for another pod of the same name", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "replaced")
+		slice := createSlice(ctx, "node-f", 2)
+		old := usePod(ctx, ns, "old", "node-f", "dev-0")
+		witness := usePod(ctx, ns, "witness", "node-f", "dev-1")
+		claim := &resourceapi.ResourceClaim{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old), claim)).To(Succeed())
+		claim.Status.ReservedFor[0].UID = "someone-else"
+		Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		taintDevice(ctx, slice, "dev-1", noExecute("broken"))
+		expectEvicted(ctx, witness)
+		expectUntouched(ctx, old)
+	})
+})
