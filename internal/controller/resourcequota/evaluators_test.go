@@ -63,6 +63,8 @@ func TestTrackedResource(t *testing.T) {
 		{"secrets", schema.GroupResource{Resource: "secrets"}, true},
 		{"replicationcontrollers", schema.GroupResource{Resource: "replicationcontrollers"}, true},
 		{"resourcequotas", schema.GroupResource{Resource: "resourcequotas"}, true},
+		{"count/resourceclaims.resource.k8s.io", claimsGR, true},
+		{"gpu.example.com.deviceclass.resource.k8s.io/devices", claimsGR, true},
 		{"count/deployments.apps", schema.GroupResource{Group: "apps", Resource: "deployments"}, true},
 		{"count/crontabs.stable.example.com", schema.GroupResource{Group: "stable.example.com", Resource: "crontabs"}, true},
 		{"count/events", schema.GroupResource{}, false},

@@ -126,6 +126,8 @@ func isPodResource(name corev1.ResourceName) bool {
 // ignores).
 func trackedResource(name corev1.ResourceName) (schema.GroupResource, bool) {
 	switch {
+	case isClaimResource(name):
+		return claimsGR, true
 	case isPVCResource(name):
 		return pvcsGR, true
 	case serviceResourceNames[name]:

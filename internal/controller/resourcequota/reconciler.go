@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,6 +71,9 @@ type Reconciler struct {
 	Clock  clock.PassiveClock
 	// SyncPeriod is --resource-quota-sync-period: every quota is recounted that often.
 	SyncPeriod time.Duration
+	// Claims is whether the API server serves resource.k8s.io/v1 ResourceClaims: they are
+	// then watched and counted; else a namespace has none to charge.
+	Claims bool
 
 	ctrl    controller.Controller
 	mu      sync.Mutex
@@ -214,6 +218,17 @@ func (r *Reconciler) measure(ctx context.Context, rq *corev1.ResourceQuota, now 
 				break
 			}
 			used, err = sumUsage(ptrs(pvcs.Items), selectors, names, pvcMatchesScope, pvcUsage)
+		case claimsGR:
+			if !r.Claims {
+				used = countUsage(0, selectors, names)
+				break
+			}
+			claims := &resourcev1.ResourceClaimList{}
+			if err = r.Client.List(ctx, claims, client.InNamespace(rq.Namespace)); err != nil {
+				break
+			}
+			// No scope applies to claims, as upstream: a scoped quota charges none.
+			used, err = sumUsage(ptrs(claims.Items), selectors, names, noScope[*resourcev1.ResourceClaim], claimUsage)
 		default:
 			var n int
 			var served bool
@@ -372,7 +387,8 @@ func (r *Reconciler) quotaEvents() handler.TypedEventHandler[client.Object, reco
 	}
 }
 
-// SetupWithManager watches quotas, and the pods, services and claims they charge; other
+// SetupWithManager watches quotas, and the pods, services, claims and resource claims they
+// charge; other
 // counted kinds are watched once a quota counts them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Client == nil || r.Counts == nil || r.Mapper == nil {
@@ -386,7 +402,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
 	now := func() time.Time { return r.Clock.Now() }
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&corev1.ResourceQuota{}, r.quotaEvents()).
 		Watches(&corev1.Pod{}, r.replenish(podsGR, func(old, cur client.Object) bool {
@@ -397,9 +413,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		})).
 		Watches(&corev1.PersistentVolumeClaim{}, r.replenish(pvcsGR, func(old, cur client.Object) bool {
 			return pvcUpdateMatters(old.(*corev1.PersistentVolumeClaim), cur.(*corev1.PersistentVolumeClaim))
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Build(r)
+		}))
+	if r.Claims {
+		// A claim's spec is immutable: only its deletion changes what it is charged.
+		b = b.Watches(&resourcev1.ResourceClaim{}, r.replenish(claimsGR, nil))
+	}
+	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Build(r)
 	if err != nil {
 		return err
 	}

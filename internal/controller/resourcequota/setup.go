@@ -3,6 +3,9 @@ package resourcequota
 import (
 	"fmt"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -49,12 +52,30 @@ func Setup(ctx *setup.Context) error {
 	if err := ctx.Manager.Add(counts); err != nil {
 		return err
 	}
+	// Upstream counts resource claims when the API server serves them
+	// (resource.k8s.io/v1 may be turned off with --runtime-config).
+	claims, err := served(ctx.Manager.GetRESTMapper(), resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"))
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Client:     cl,
 		Counts:     counts,
 		Mapper:     ctx.Manager.GetRESTMapper(),
 		SyncPeriod: ctx.Duration(options.ResourceQuotaSyncPeriod),
+		Claims:     claims,
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
+}
+
+// served reports whether the API server serves a kind.
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up %s: %w", gvk, err)
+	}
+	return true, nil
 }
