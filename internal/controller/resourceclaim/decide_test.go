@@ -1,6 +1,8 @@
 package resourceclaim
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func pod(phase corev1.PodPhase, deleting bool, node string) *corev1.Pod {
@@ -205,5 +208,20 @@ func TestMetricLabels(t *testing.T) {
 		if got := sourceLabel(c); got != tc.want {
 			t.Errorf("sourceLabel(%v) = %q, want %q", tc.annotations, got, tc.want)
 		}
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	plain := errors.New("conflict")
+	if got := terminal(fmt.Errorf("pod x: %w", plain)); errors.Is(got, reconcile.TerminalError(nil)) {
+		t.Errorf("a plain error became terminal: %v", got)
+	}
+	p := permanent{errors.New("claim gpu is a PodGroup claim")}
+	got := terminal(fmt.Errorf("pod x, PodResourceClaim gpu: %w", p))
+	if !errors.Is(got, reconcile.TerminalError(nil)) {
+		t.Errorf("a permanent error is not terminal: %v", got)
+	}
+	if p.Error() != "claim gpu is a PodGroup claim" {
+		t.Errorf("the Event's text changed: %q", p.Error())
 	}
 }

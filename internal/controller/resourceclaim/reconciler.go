@@ -68,6 +68,9 @@ type Features struct {
 	PrioritizedList bool
 	// GenericWorkload: pods may belong to a PodGroup.
 	GenericWorkload bool
+	// WorkloadResourceClaims (DRAWorkloadResourceClaims): a PodGroup's claims are shared
+	// by its pods.
+	WorkloadResourceClaims bool
 }
 
 // Reconciler holds what both of the controller's reconcilers share.
@@ -127,7 +130,7 @@ func (r podReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 	}
 	group, err := r.podGroup(ctx, p)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("get PodGroup for Pod %s: %w", req, err)
+		return reconcile.Result{}, terminal(fmt.Errorf("get PodGroup for Pod %s: %w", req, err))
 	}
 
 	generated := map[string]string{}
@@ -135,7 +138,7 @@ func (r podReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 		pc := &p.Spec.ResourceClaims[i]
 		if err := r.ensureClaim(ctx, p, group, pc, generated); err != nil {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonFailedResourceClaimCreation, "CreateClaim", "PodResourceClaim %s: %v", pc.Name, err)
-			return reconcile.Result{}, fmt.Errorf("pod %s, PodResourceClaim %s: %w", req, pc.Name, err)
+			return reconcile.Result{}, terminal(fmt.Errorf("pod %s, PodResourceClaim %s: %w", req, pc.Name, err))
 		}
 	}
 	if len(generated) > 0 {
@@ -151,6 +154,21 @@ func (r podReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 	return reconcile.Result{}, r.reserve(ctx, p, group)
 }
 
+// permanent marks an error that retrying cannot fix (upstream's nonRetryableError); its
+// message is the error's own, for the Event.
+type permanent struct{ error }
+
+func (e permanent) Unwrap() error { return e.error }
+
+// terminal makes an error holding a permanent one a terminal error: logged, not retried.
+func terminal(err error) error {
+	var p permanent
+	if errors.As(err, &p) {
+		return reconcile.TerminalError(err)
+	}
+	return err
+}
+
 // podGroup is the PodGroup the pod belongs to, nil when none. Without GenericWorkload such a
 // pod cannot be handled, and retrying does not help.
 func (r podReconciler) podGroup(ctx context.Context, p *corev1.Pod) (*schedulingapi.PodGroup, error) {
@@ -159,7 +177,7 @@ func (r podReconciler) podGroup(ctx context.Context, p *corev1.Pod) (*scheduling
 	}
 	name := *p.Spec.SchedulingGroup.PodGroupName
 	if !r.Features.GenericWorkload {
-		return nil, reconcile.TerminalError(fmt.Errorf("Pod is a member of PodGroup %s but %s feature is disabled", name, features.GenericWorkload))
+		return nil, permanent{fmt.Errorf("Pod is a member of PodGroup %s but %s feature is disabled", name, features.GenericWorkload)}
 	}
 	g := &schedulingapi.PodGroup{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, g); err != nil {
@@ -197,9 +215,12 @@ func (r podReconciler) ensureClaim(ctx context.Context, p *corev1.Pod, group *sc
 		return err
 	}
 	if bindTo.Resource == "podgroups" {
-		// Claims shared by a PodGroup (DRAWorkloadResourceClaims, beta, off by default) are
-		// not built in kcm: retrying does not help.
-		return reconcile.TerminalError(fmt.Errorf("claim %s is a PodGroup claim but the %s feature is disabled", pc.Name, features.DRAWorkloadResourceClaims))
+		if !r.Features.WorkloadResourceClaims {
+			return permanent{fmt.Errorf("claim %s is a PodGroup claim but the %s feature is disabled", pc.Name, features.DRAWorkloadResourceClaims)}
+		}
+		// Claims shared by a PodGroup's pods are generated for the PodGroup, which kcm
+		// does not do yet: retrying does not help.
+		return permanent{fmt.Errorf("claim %s is a PodGroup claim, which kcm does not generate yet", pc.Name)}
 	}
 
 	claim, err := r.generatedClaim(ctx, p, pc.Name)

@@ -33,9 +33,10 @@ func Setup(ctx *setup.Context) error {
 		APIReader: reader,
 		Recorder:  ctx.Recorder(EventSource),
 		Features: Features{
-			AdminAccess:     ctx.Enabled(features.DRAAdminAccess),
-			PrioritizedList: ctx.Enabled(features.DRAPrioritizedList),
-			GenericWorkload: ctx.Enabled(features.GenericWorkload),
+			AdminAccess:            ctx.Enabled(features.DRAAdminAccess),
+			PrioritizedList:        ctx.Enabled(features.DRAPrioritizedList),
+			GenericWorkload:        ctx.Enabled(features.GenericWorkload),
+			WorkloadResourceClaims: ctx.Enabled(features.DRAWorkloadResourceClaims),
 		},
 	}
 	setup.Apply(ctx, r)
