@@ -76,11 +76,13 @@ func TestRBACMarkersWithinUpstreamRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Upstream's bootstrap policy creates some controllers' roles only when the API server's
-	// gates they need are on (storage-version-garbage-collector: StorageVersionAPI, alpha).
+	// gates they need are on (storage-version-garbage-collector: StorageVersionAPI, alpha;
+	// podgroup-protection: GenericWorkload, beta and off; resourcepoolstatusrequest:
+	// DRAResourcePoolStatus, alpha).
 	env, err := testenv.StartAPIServer(func(te *envtest.Environment) {
 		args := te.ControlPlane.GetAPIServer().Configure()
-		args.Set("feature-gates", "StorageVersionAPI=true,APIServerIdentity=true")
-		args.Set("runtime-config", "internal.apiserver.k8s.io/v1alpha1=true")
+		args.Set("feature-gates", "StorageVersionAPI=true,APIServerIdentity=true,GenericWorkload=true,DRAResourcePoolStatus=true")
+		args.Set("runtime-config", "internal.apiserver.k8s.io/v1alpha1=true,scheduling.k8s.io/v1beta1=true,resource.k8s.io/v1alpha3=true")
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@
 package controller
 
 import (
-	"k8s.io/component-base/featuregate"
-
 	"github.com/kcm/kcm/internal/controller/attachdetach"
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
@@ -39,6 +37,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/pvprotection"
 	"github.com/kcm/kcm/internal/controller/replicaset"
 	"github.com/kcm/kcm/internal/controller/resourceclaim"
+	"github.com/kcm/kcm/internal/controller/resourcepoolstatusrequest"
 	"github.com/kcm/kcm/internal/controller/resourcequota"
 	"github.com/kcm/kcm/internal/controller/rootcapublisher"
 	"github.com/kcm/kcm/internal/controller/selinuxwarning"
@@ -54,7 +53,6 @@ import (
 	"github.com/kcm/kcm/internal/controller/ttlafterfinished"
 	"github.com/kcm/kcm/internal/controller/vacprotection"
 	"github.com/kcm/kcm/internal/controller/validatingadmissionpolicystatus"
-	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/setup"
 )
 
@@ -105,7 +103,7 @@ func Registry() []setup.Descriptor {
 		ephemeralvolume.Descriptor,
 		storageversiongc.Descriptor,
 		resourceclaim.Descriptor,
-		{Name: "resourcepoolstatusrequest-controller", FeatureGates: []featuregate.Feature{features.DRAResourcePoolStatus}},
+		resourcepoolstatusrequest.Descriptor,
 		devicetainteviction.Descriptor,
 		legacytokencleaner.Descriptor,
 		validatingadmissionpolicystatus.Descriptor,

@@ -1,0 +1,227 @@
+package resourcepoolstatusrequest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kcm/kcm/internal/controller/resourcepoolstatusrequest"
+	"github.com/kcm/kcm/internal/setup"
+	"github.com/kcm/kcm/internal/testenv"
+)
+
+var (
+	env       *testenv.Env
+	fakeClock = clocktesting.NewFakeClock(time.Now())
+)
+
+func TestResourcePoolStatusRequestController(t *testing.T) {
+	testenv.RunSuite(t, "resourcepoolstatusrequest-controller suite")
+}
+
+// gates turns on ResourcePoolStatusRequests (resource.k8s.io/v1alpha3, alpha and off by
+// default in v1.37).
+const gates = "DRAResourcePoolStatus=true"
+
+var _ = BeforeSuite(func() {
+	env = testenv.MustStartAPIServer(func(te *envtest.Environment) {
+		args := te.ControlPlane.GetAPIServer().Configure()
+		args.Set("feature-gates", gates)
+		args.Set("runtime-config", "resource.k8s.io/v1alpha3=true")
+	})
+	// Upstream's lifetimes, looked for every second rather than every ten minutes, on a clock
+	// the specs move.
+	Expect(env.StartManagerWith([]string{resourcepoolstatusrequest.ControllerName}, []string{"--feature-gates=" + gates},
+		setup.OverrideFor(resourcepoolstatusrequest.ControllerName, func(r *resourcepoolstatusrequest.Reconciler) {
+			r.CleanupInterval = time.Second
+			r.Clock = fakeClock
+		}))).To(Succeed())
+})
+
+// publish creates a ResourceSlice of the driver's pool as a driver publishes it.
+func publish(ctx context.Context, driver, pool string, gen, count int64, node string, devices ...resourcev1.Device) {
+	GinkgoHelper()
+	s := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pool + "-"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node), Devices: devices,
+			Pool: resourcev1.ResourcePool{Name: pool, Generation: gen, ResourceSliceCount: count}},
+	}
+	Expect(env.Client.Create(ctx, s)).To(Succeed())
+}
+
+func devices(names ...string) []resourcev1.Device {
+	var out []resourcev1.Device
+	for _, n := range names {
+		out = append(out, resourcev1.Device{Name: n})
+	}
+	return out
+}
+
+// allocate creates a claim and writes its allocation as the scheduler would.
+func allocate(ctx context.Context, ns, driver, pool string, device ...string) {
+	GinkgoHelper()
+	c := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "claim-"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+			Name: "dev", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "devices.kcm.test", Count: int64(len(device)),
+				AllocationMode: resourcev1.DeviceAllocationModeExactCount}}}}},
+	}
+	Expect(env.Client.Create(ctx, c)).To(Succeed())
+	alloc := &resourcev1.AllocationResult{}
+	for _, d := range device {
+		alloc.Devices.Results = append(alloc.Devices.Results, resourcev1.DeviceRequestAllocationResult{Request: "dev", Driver: driver, Pool: pool, Device: d})
+	}
+	c.Status.Allocation = alloc
+	Expect(env.Client.Status().Update(ctx, c)).To(Succeed())
+}
+
+func request(ctx context.Context, driver string, mutate ...func(*resourcev1alpha3.ResourcePoolStatusRequestSpec)) *resourcev1alpha3.ResourcePoolStatusRequest {
+	GinkgoHelper()
+	r := &resourcev1alpha3.ResourcePoolStatusRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "req-"},
+		Spec: resourcev1alpha3.ResourcePoolStatusRequestSpec{Driver: driver}}
+	for _, m := range mutate {
+		m(&r.Spec)
+	}
+	Expect(env.Client.Create(ctx, r)).To(Succeed())
+	return r
+}
+
+// answer waits for the request's status.
+func answer(ctx context.Context, r *resourcev1alpha3.ResourcePoolStatusRequest) *resourcev1alpha3.ResourcePoolStatusRequestStatus {
+	GinkgoHelper()
+	got := &resourcev1alpha3.ResourcePoolStatusRequest{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+		g.Expect(got.Status).NotTo(BeNil())
+	}).Should(Succeed())
+	return got.Status
+}
+
+// pool matches a complete pool's entry.
+func pool(name string, node *string, gen int64, slices, total, allocated, available, unavailable int32) OmegaMatcher {
+	return And(HaveField("PoolName", name), HaveField("NodeName", Equal(node)), HaveField("Generation", gen),
+		HaveField("ResourceSliceCount", HaveValue(Equal(slices))), HaveField("TotalDevices", HaveValue(Equal(total))),
+		HaveField("AllocatedDevices", HaveValue(Equal(allocated))), HaveField("AvailableDevices", HaveValue(Equal(available))),
+		HaveField("UnavailableDevices", HaveValue(Equal(unavailable))), HaveField("ValidationError", BeNil()))
+}
+
+func complete(message string) OmegaMatcher {
+	return ConsistOf(And(HaveField("Type", resourcev1alpha3.ResourcePoolStatusRequestConditionComplete),
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CalculationComplete"), HaveField("Message", message)))
+}
+
+var _ = Describe("resourcepoolstatusrequest-controller", func() {
+	It("answers a request with the driver's pools from slices, allocated claims and taints, once", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "rpsr")
+		const driver = "gpu.kcm.test"
+		tainted := devices("a-0", "a-1", "a-2", "a-3")
+		tainted[3].Taints = []resourcev1.DeviceTaint{{Key: "broken", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+		publish(ctx, driver, "node-a", 1, 1, "node-a", tainted...)
+		By("a pool of two slices on two nodes, and an older generation of it that no longer counts")
+		publish(ctx, driver, "shared", 2, 2, "node-b", devices("s-0", "s-1")...)
+		publish(ctx, driver, "shared", 2, 2, "node-c", devices("s-2")...)
+		publish(ctx, driver, "shared", 1, 1, "node-b", devices("old-0", "old-1", "old-2")...)
+		publish(ctx, "other.kcm.test", "node-a", 1, 1, "node-a", devices("x")...)
+		rule := &resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{GenerateName: "rule-"}, Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(driver), Pool: ptr.To("shared"), Device: ptr.To("s-1")},
+			Taint:          resourcev1.DeviceTaint{Key: "maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute}}}
+		Expect(env.Client.Create(ctx, rule)).To(Succeed())
+		allocate(ctx, ns, driver, "node-a", "a-0", "a-1")
+		allocate(ctx, ns, driver, "shared", "s-0")
+		// A device shared by two claims counts once.
+		allocate(ctx, ns, driver, "shared", "s-0")
+
+		processed := testenv.Sample("resourcepoolstatusrequest_controller_requests_processed_total", map[string]string{"driver_name": driver})
+		timed := testenv.Sample("resourcepoolstatusrequest_controller_request_processing_duration_seconds", map[string]string{"driver_name": driver})
+
+		all := request(ctx, driver)
+		st := answer(ctx, all)
+		Expect(st.PoolCount).To(HaveValue(BeEquivalentTo(2)))
+		Expect(st.Pools).To(HaveExactElements(
+			pool("node-a", ptr.To("node-a"), 1, 1, 4, 2, 1, 1),
+			pool("shared", nil, 2, 2, 3, 1, 1, 1)))
+		Expect(st.Conditions).To(complete("Calculated status for 2 pools"))
+
+		By("spec.limit cuts the list, not the count; spec.poolName picks one pool")
+		limited := answer(ctx, request(ctx, driver, func(s *resourcev1alpha3.ResourcePoolStatusRequestSpec) { s.Limit = ptr.To[int32](1) }))
+		Expect(limited.PoolCount).To(HaveValue(BeEquivalentTo(2)))
+		Expect(limited.Pools).To(HaveExactElements(HaveField("PoolName", "node-a")))
+		Expect(limited.Conditions).To(complete("Calculated status for 1 pools"))
+		named := answer(ctx, request(ctx, driver, func(s *resourcev1alpha3.ResourcePoolStatusRequestSpec) { s.PoolName = ptr.To("shared") }))
+		Expect(named.PoolCount).To(HaveValue(BeEquivalentTo(1)))
+		Expect(named.Pools).To(HaveExactElements(HaveField("PoolName", "shared")))
+
+		By("upstream's metrics count each answer")
+		Expect(testenv.Sample("resourcepoolstatusrequest_controller_requests_processed_total", map[string]string{"driver_name": driver})).To(Equal(processed + 3))
+		Expect(testenv.Sample("resourcepoolstatusrequest_controller_request_processing_duration_seconds", map[string]string{"driver_name": driver})).To(Equal(timed + 3))
+		Expect(testenv.LabelNames("resourcepoolstatusrequest_controller_requests_processed_total")).To(Equal([]string{"driver_name"}))
+
+		By("an answered request is not answered again when the pools change")
+		allocate(ctx, ns, driver, "node-a", "a-2")
+		witness := answer(ctx, request(ctx, driver))
+		Expect(witness.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(3)))
+		got := &resourcev1alpha3.ResourcePoolStatusRequest{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(all), got)).To(Succeed())
+		Expect(got.Status.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(2)))
+	})
+
+	It("leaves a request pending while a pool's slices are still being published", func(ctx SpecContext) {
+		const driver = "nic.kcm.test"
+		publish(ctx, driver, "rack-1", 1, 2, "node-r", devices("n-0")...)
+		pending := request(ctx, driver)
+
+		By("a request for another driver, made after, is answered while this one is not")
+		publish(ctx, "fpga.kcm.test", "rack-2", 1, 1, "node-r", devices("f-0")...)
+		answer(ctx, request(ctx, "fpga.kcm.test"))
+		Consistently(func(g Gomega) *resourcev1alpha3.ResourcePoolStatusRequestStatus {
+			got := &resourcev1alpha3.ResourcePoolStatusRequest{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pending), got)).To(Succeed())
+			return got.Status
+		}, "2s").Should(BeNil())
+
+		By("the pool complete, the next update of the request is answered")
+		publish(ctx, driver, "rack-1", 1, 2, "node-r", devices("n-1")...)
+		Eventually(func(g Gomega) {
+			got := &resourcev1alpha3.ResourcePoolStatusRequest{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pending), got)).To(Succeed())
+			got.Labels = map[string]string{"touched": fmt.Sprint(time.Now().UnixNano())}
+			g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+		}).Should(Succeed())
+		st := answer(ctx, pending)
+		Expect(st.Pools).To(HaveExactElements(pool("rack-1", ptr.To("node-r"), 1, 2, 2, 0, 2, 0)))
+	})
+
+	It("deletes requests an hour after their answer, and keeps younger ones", func(ctx SpecContext) {
+		const driver = "ttl.kcm.test"
+		stale := request(ctx, driver)
+		answer(ctx, stale)
+		fakeClock.Step(30 * time.Minute)
+		fresh := request(ctx, driver)
+		answer(ctx, fresh)
+
+		By("61 minutes after the first answer, 31 after the second")
+		fakeClock.Step(31 * time.Minute)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(stale), &resourcev1alpha3.ResourcePoolStatusRequest{}))
+		}).Should(BeTrue())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fresh), &resourcev1alpha3.ResourcePoolStatusRequest{})).To(Succeed())
+
+		By("past its hour too, the second goes")
+		fakeClock.Step(30 * time.Minute)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(fresh), &resourcev1alpha3.ResourcePoolStatusRequest{}))
+		}).Should(BeTrue())
+	})
+})
