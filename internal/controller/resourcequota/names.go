@@ -163,9 +163,13 @@ func trackedNames(hard corev1.ResourceList) map[schema.GroupResource][]corev1.Re
 }
 
 // tracks reports whether a quota with these hard resources is charged for objects of gr.
+// Resource claims may also be charged for extended resources (claims_extended.go).
 func tracks(hard corev1.ResourceList, gr schema.GroupResource) bool {
 	for name := range hard {
 		if t, ok := trackedResource(name); ok && t == gr {
+			return true
+		}
+		if gr == claimsGR && isExtendedQuotaName(name) {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -247,7 +248,61 @@ func (r *Reconciler) measure(ctx context.Context, rq *corev1.ResourceQuota, now 
 			measured[name] = q
 		}
 	}
+	if err := r.addClaimsExtended(ctx, rq.Namespace, selectors, measured, now); err != nil {
+		errs = append(errs, err)
+	}
 	return measured, wake, errs
+}
+
+// addClaimsExtended adds to the measured pod usage of extended resources (requests.<name>)
+// what the namespace's resource claims are charged for them, for the names a device class
+// stands for. When that cannot be counted, those names are left out of measured, so they
+// keep their last usage.
+func (r *Reconciler) addClaimsExtended(ctx context.Context, namespace string, selectors []corev1.ScopedResourceSelectorRequirement, measured corev1.ResourceList, now time.Time) error {
+	var names []corev1.ResourceName
+	for name := range measured {
+		if isExtendedQuotaName(name) {
+			names = append(names, name)
+		}
+	}
+	// No scope applies to claims: a scoped quota charges them nothing.
+	if !r.Claims || len(names) == 0 || len(selectors) > 0 {
+		return nil
+	}
+	claims := &resourcev1.ResourceClaimList{}
+	classes := &resourcev1.DeviceClassList{}
+	pods := &corev1.PodList{}
+	err := r.Client.List(ctx, claims, client.InNamespace(namespace))
+	if err == nil {
+		err = r.Client.List(ctx, classes)
+	}
+	if err == nil {
+		err = r.Client.List(ctx, pods, client.InNamespace(namespace))
+	}
+	if err != nil {
+		for _, name := range names {
+			delete(measured, name)
+		}
+		return fmt.Errorf("counting the extended resources of %s: %w", claimsGR, err)
+	}
+	byClass := deviceClasses(classes.Items)
+	var charged []corev1.ResourceName
+	for _, name := range names {
+		if claimsChargeExtended(name, byClass) {
+			charged = append(charged, name)
+		}
+	}
+	items := ptrs(claims.Items)
+	owners := newClaimPods(ptrs(pods.Items), items)
+	for _, c := range items {
+		used := quota.Mask(claimExtendedUsage(claimUsage(c), byClass, owners.podUsageOf(c, now)), charged)
+		for name, q := range used {
+			sum := measured[name]
+			sum.Add(q)
+			measured[name] = sum
+		}
+	}
+	return nil
 }
 
 // nextChargeEnd is how long until the first terminating pod stops being charged, 0 if none
