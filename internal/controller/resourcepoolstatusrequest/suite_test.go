@@ -11,7 +11,9 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,13 +34,16 @@ func TestResourcePoolStatusRequestController(t *testing.T) {
 }
 
 // gates turns on ResourcePoolStatusRequests (resource.k8s.io/v1alpha3, alpha and off by
-// default in v1.37).
+// default in v1.37). The API server also keeps slices' partitionTypeAttribute
+// (DRAPartitionableDevicesType, alpha), which the partition view groups by.
 const gates = "DRAResourcePoolStatus=true"
+
+const serverGates = gates + ",DRAPartitionableDevicesType=true"
 
 var _ = BeforeSuite(func() {
 	env = testenv.MustStartAPIServer(func(te *envtest.Environment) {
 		args := te.ControlPlane.GetAPIServer().Configure()
-		args.Set("feature-gates", gates)
+		args.Set("feature-gates", serverGates)
 		args.Set("runtime-config", "resource.k8s.io/v1alpha3=true")
 	})
 	// Upstream's lifetimes, looked for every second rather than every ten minutes, on a clock
@@ -175,6 +180,56 @@ var _ = Describe("resourcepoolstatusrequest-controller", func() {
 		got := &resourcev1alpha3.ResourcePoolStatusRequest{}
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(all), got)).To(Succeed())
 		Expect(got.Status.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(2)))
+	})
+
+	It("reports a partitionable pool's partition types and a shareable pool's capacity", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "rpsr-views")
+		const driver = "mig.kcm.test"
+		By("a GPU's memory as shared counters, in a slice of its own, and its partitions in another")
+		counters := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "gpu-counters-"}, Spec: resourcev1.ResourceSliceSpec{
+			Driver: driver, NodeName: ptr.To("node-g"), Pool: resourcev1.ResourcePool{Name: "gpu-0", Generation: 1, ResourceSliceCount: 2},
+			SharedCounters: []resourcev1.CounterSet{{Name: "gpu-0", Counters: map[string]resourcev1.Counter{"memory": {Value: resource.MustParse("40Gi")}}}}}}
+		Expect(env.Client.Create(ctx, counters)).To(Succeed())
+		partition := func(name, profile, memory string) resourcev1.Device {
+			return resourcev1.Device{Name: name,
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"profile": {StringValue: ptr.To(profile)}},
+				ConsumesCounters: []resourcev1.DeviceCounterConsumption{{CounterSet: "gpu-0",
+					Counters: map[string]resourcev1.Counter{"memory": {Value: resource.MustParse(memory)}}}}}
+		}
+		parts := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "gpu-parts-"}, Spec: resourcev1.ResourceSliceSpec{
+			Driver: driver, NodeName: ptr.To("node-g"), Pool: resourcev1.ResourcePool{Name: "gpu-0", Generation: 1, ResourceSliceCount: 2},
+			PartitionTypeAttribute: ptr.To(resourcev1.FullyQualifiedName(driver + "/profile")),
+			Devices:                []resourcev1.Device{partition("whole", "40g", "40Gi"), partition("half-0", "20g", "20Gi"), partition("half-1", "20g", "20Gi")}}}
+		Expect(env.Client.Create(ctx, parts)).To(Succeed())
+		allocate(ctx, ns, driver, "gpu-0", "half-0")
+
+		By("a device several claims share, with their consumed memory")
+		publish(ctx, driver, "nic-0", 1, 1, "node-g", resourcev1.Device{Name: "vf", AllowMultipleAllocations: ptr.To(true),
+			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: resource.MustParse("10Gi")}}})
+		share := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "share"},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "dev", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "devices.kcm.test"}}}}}}
+		Expect(env.Client.Create(ctx, share)).To(Succeed())
+		share.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+			Request: "dev", Driver: driver, Pool: "nic-0", Device: "vf", ShareID: ptr.To(types.UID("00000000-0000-0000-0000-000000000001")),
+			ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("4Gi")}}}}}
+		Expect(env.Client.Status().Update(ctx, share)).To(Succeed())
+
+		st := answer(ctx, request(ctx, driver))
+		Expect(st.Pools).To(HaveLen(2))
+		gpu, nic := st.Pools[0], st.Pools[1]
+		Expect(gpu).To(pool("gpu-0", ptr.To("node-g"), 1, 2, 3, 1, 2, 0))
+		Expect(gpu.PartitionSummary).To(HaveExactElements(
+			And(HaveField("Attribute", driver+"/profile"), HaveField("Type", "20g"), HaveField("Total", HaveValue(BeEquivalentTo(2))), HaveField("Allocatable", HaveValue(BeEquivalentTo(1)))),
+			And(HaveField("Attribute", driver+"/profile"), HaveField("Type", "40g"), HaveField("Total", HaveValue(BeEquivalentTo(1))), HaveField("Allocatable", HaveValue(BeEquivalentTo(0))))))
+		Expect(nic).To(pool("nic-0", ptr.To("node-g"), 1, 1, 1, 1, 0, 0))
+		Expect(nic.ShareableSummary).NotTo(BeNil())
+		Expect(nic.ShareableSummary.FullyAvailableDevices).To(HaveValue(BeEquivalentTo(0)))
+		Expect(nic.ShareableSummary.PartiallyAvailableDevices).To(HaveValue(BeEquivalentTo(1)))
+		Expect(nic.ShareableSummary.Capacity).To(HaveExactElements(And(HaveField("Name", "memory"),
+			HaveField("Total", HaveValue(WithTransform(func(q resource.Quantity) string { return q.String() }, Equal("10Gi")))),
+			HaveField("Consumed", HaveValue(WithTransform(func(q resource.Quantity) string { return q.String() }, Equal("4Gi")))),
+			HaveField("Available", HaveValue(WithTransform(func(q resource.Quantity) string { return q.String() }, Equal("6Gi")))))))
 	})
 
 	It("leaves a request pending while a pool's slices are still being published", func(ctx SpecContext) {
