@@ -47,7 +47,7 @@ func TestClaimUsage(t *testing.T) {
 		{
 			"alternatives: the most any asks of each class",
 			claimOf(resourcev1.DeviceRequest{Name: "r", FirstAvailable: []resourcev1.DeviceSubRequest{
-				sub("gpu", exactCount, 2), sub("gpu", exactCount, 4), sub("fpga", exactCount, 1),
+				sub("gpu", exactCount, 2), sub("gpu", exactCount, 4), sub("fpga", exactCount, 1), sub("gpu", exactCount, 3),
 			}}),
 			rl(count, "1", gpus, "4", fpgas, "1"),
 		},
