@@ -14,9 +14,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,6 +84,89 @@ var _ = Describe("Dynamic resource allocation", func() {
 		Expect(claim.Status.Allocation).NotTo(BeNil())
 		Expect(claim.Status.ReservedFor).To(ConsistOf(HaveField("UID", kept.pod.UID)))
 	})
+
+	It("evicts exactly the pod whose device gets a NoExecute taint, and its Deployment replaces it on an untainted device", func(ctx SpecContext) {
+		w := watchDRA(ctx, ns)
+		Expect(cl.Create(ctx, driver.template(ns))).To(Succeed())
+		d := newDeployment(ns, "web", 3)
+		driver.askForDevice(&d.Spec.Template)
+		Expect(cl.Create(ctx, d)).To(Succeed())
+		waitDeploymentComplete(ctx, ns, "web", 3)
+		before := expectPodsWithAllocatedClaims(ctx, ns, driver, 3)
+		var victim podClaim
+		for _, pc := range before {
+			victim = pc
+			break
+		}
+
+		By(fmt.Sprintf("the driver taints device %s/%s of pod %s NoExecute in its ResourceSlice", victim.node, victim.device, victim.pod.Name))
+		driver.taint(ctx, victim.node, victim.device)
+
+		// Marked DisruptionTarget as upstream, then deleted (the deletion watch event's last state).
+		gone := w.podDeleted(ctx, victim.pod.UID)
+		Expect(gone.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.DisruptionTarget),
+			HaveField("Status", corev1.ConditionTrue),
+			HaveField("Reason", "DeletionByDeviceTaintManager"),
+			HaveField("Message", "Device Taint manager: deleting due to NoExecute taint"),
+		)), "pod %s evicted by the device taint", victim.pod.Name)
+		Eventually(ctx, func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cl.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("InvolvedObject.UID", victim.pod.UID),
+				HaveField("Source.Component", "device-taint-eviction-controller"),
+				HaveField("Reason", "DeviceTaintManagerEviction"),
+				HaveField("Message", "Marking for deletion"),
+			)))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "logs in %s", logDir)
+
+		// The Deployment replaces it; the scheduler does not allocate the tainted device again.
+		after := expectPodsWithAllocatedClaims(ctx, ns, driver, 3)
+		Expect(after).NotTo(HaveKey(victim.pod.UID))
+		for uid, pc := range before {
+			if uid == victim.pod.UID {
+				continue
+			}
+			// The other pods are untouched: same pods, same claims and devices, never marked.
+			Expect(after).To(HaveKey(uid), "pod %s kept", pc.pod.Name)
+			Expect(after[uid].claim).To(Equal(pc.claim))
+			Expect(after[uid].node + "/" + after[uid].device).To(Equal(pc.node + "/" + pc.device))
+			Expect(after[uid].pod.Status.Conditions).NotTo(ContainElement(HaveField("Type", corev1.DisruptionTarget)), "pod %s", pc.pod.Name)
+		}
+		for uid, pc := range after {
+			if _, old := before[uid]; !old {
+				Expect(pc.node+"/"+pc.device).NotTo(Equal(victim.node+"/"+victim.device), "replacement %s on the tainted device", pc.pod.Name)
+			}
+		}
+		w.expectOnlyPodDeleted(victim.pod.UID)
+	})
+
+	It("admits two claims under a quota of 2 devices of their class and refuses the third; a deleted claim gives its device back", func(ctx SpecContext) {
+		devices := corev1.ResourceName(driver.class + ".deviceclass.resource.k8s.io/devices")
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "devices"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{devices: resource.MustParse("2")}},
+		}
+		Expect(cl.Create(ctx, quota)).To(Succeed())
+		// Admission refuses every claim while the quota has no usage for the resource:
+		// kcm's resourcequota-controller counts the class's devices.
+		expectQuotaUsed(ctx, ns, devices, "0")
+
+		for _, name := range []string{"claim-1", "claim-2"} {
+			Expect(cl.Create(ctx, driver.claim(ns, name))).To(Succeed(), "claim %s within the quota", name)
+		}
+		err := cl.Create(ctx, driver.claim(ns, "claim-3"))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "claim-3 refused: %v", err)
+		Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("exceeded quota: devices, requested: %s=1, used: %s=2, limited: %s=2", devices, devices, devices)))
+		expectQuotaUsed(ctx, ns, devices, "2")
+
+		By("deleting claim-1: kcm's recount gives its device back and claim-3 is admitted")
+		Expect(cl.Delete(ctx, driver.claim(ns, "claim-1"))).To(Succeed())
+		expectQuotaUsed(ctx, ns, devices, "1")
+		Expect(cl.Create(ctx, driver.claim(ns, "claim-3"))).To(Succeed())
+		expectQuotaUsed(ctx, ns, devices, "2")
+	})
 })
 
 // draDevicesPerNode leaves room for a replacement pod on every node.
@@ -132,6 +218,48 @@ func (d *draDriver) slice(node string) *resourcev1.ResourceSlice {
 }
 
 func (d *draDriver) sliceName(node string) string { return d.class + "-" + node }
+
+// taint gives the node's device a NoExecute taint in the driver's slice, as a driver does
+// when a device fails.
+func (d *draDriver) taint(ctx context.Context, node, device string) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		slice := &resourcev1.ResourceSlice{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: d.sliceName(node)}, slice); err != nil {
+			return err
+		}
+		for i := range slice.Spec.Devices {
+			if slice.Spec.Devices[i].Name == device {
+				slice.Spec.Devices[i].Taints = []resourcev1.DeviceTaint{{Key: "dra.kcm.test/unhealthy", Value: "true", Effect: resourcev1.DeviceTaintEffectNoExecute}}
+			}
+		}
+		return cl.Update(ctx, slice)
+	})).To(Succeed())
+}
+
+// claim is a ResourceClaim of one device of the driver's class.
+func (d *draDriver) claim(ns, name string) *resourcev1.ResourceClaim {
+	return &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       resourcev1.ResourceClaimSpec{Devices: d.request()},
+	}
+}
+
+// expectQuotaUsed waits until the quota "devices" reports used for the resource, as kcm's
+// resourcequota-controller counts it.
+func expectQuotaUsed(ctx context.Context, ns string, name corev1.ResourceName, used string) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		q := &corev1.ResourceQuota{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "devices"}, q)).To(Succeed())
+		hard, found := q.Status.Hard[name]
+		g.Expect(found).To(BeTrue(), "status.hard has %s", name)
+		g.Expect(hard.String()).To(Equal("2"))
+		n, found := q.Status.Used[name]
+		g.Expect(found).To(BeTrue(), "status.used has %s", name)
+		g.Expect(n.String()).To(Equal(used))
+	}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "quota's %s used; logs in %s", name, logDir)
+}
 
 // request asks for one device of the driver's class.
 func (d *draDriver) request() resourcev1.DeviceClaim {
@@ -228,12 +356,13 @@ type draWatch struct {
 	claimSeen    map[string]time.Time
 	claimReady   map[string]time.Time
 	claimDeleted map[string]*resourcev1.ResourceClaim
+	podDeletions map[types.UID]*corev1.Pod
 }
 
 func watchDRA(ctx context.Context, ns string) *draWatch {
 	GinkgoHelper()
 	w := &draWatch{podSeen: map[types.UID]time.Time{}, claimSeen: map[string]time.Time{},
-		claimReady: map[string]time.Time{}, claimDeleted: map[string]*resourcev1.ResourceClaim{}}
+		claimReady: map[string]time.Time{}, claimDeleted: map[string]*resourcev1.ResourceClaim{}, podDeletions: map[types.UID]*corev1.Pod{}}
 	cs := newClientset()
 	pods, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
@@ -247,6 +376,9 @@ func watchDRA(ctx context.Context, ns string) *draWatch {
 				w.mu.Lock()
 				if _, seen := w.podSeen[p.UID]; !seen {
 					w.podSeen[p.UID] = time.Now()
+				}
+				if e.Type == watch.Deleted {
+					w.podDeletions[p.UID] = p
 				}
 				w.mu.Unlock()
 			}
@@ -286,6 +418,27 @@ func (w *draWatch) deleted(ctx context.Context, name string) *resourcev1.Resourc
 		return last
 	}).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeNil(), "claim %s deleted; logs in %s", name, logDir)
 	return last
+}
+
+// podDeleted waits for the pod's deletion event and returns its last state.
+func (w *draWatch) podDeleted(ctx context.Context, uid types.UID) *corev1.Pod {
+	GinkgoHelper()
+	var last *corev1.Pod
+	Eventually(ctx, func() *corev1.Pod {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		last = w.podDeletions[uid]
+		return last
+	}).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeNil(), "pod %s deleted; logs in %s", uid, logDir)
+	return last
+}
+
+// expectOnlyPodDeleted expects no pod but uid to have been deleted since the watch began.
+func (w *draWatch) expectOnlyPodDeleted(uid types.UID) {
+	GinkgoHelper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	Expect(w.podDeletions).To(ConsistOf(HaveField("UID", uid)))
 }
 
 // reportLatencies prints, for each pod, how long after the Deployment's creation it was
