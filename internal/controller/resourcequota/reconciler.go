@@ -61,8 +61,8 @@ const (
 
 // Reconciler keeps one ResourceQuota's status true.
 type Reconciler struct {
-	// Client reads quotas, pods, services and claims from the shared cache and writes quota
-	// status through the controller's own connection.
+	// Client reads quotas, pods, services, claims, resource claims and device classes from
+	// the shared cache and writes quota status through the controller's own connection.
 	Client client.Client
 	// Counts is a metadata-only cache of the other kinds quotas count (count/<resource>):
 	// kinds are added the first time a quota counts them.
@@ -88,8 +88,8 @@ type Reconciler struct {
 	beforeWrite func(ctx context.Context, rq *corev1.ResourceQuota)
 }
 
-// Quotas, pods, services and claims are read from the shared cache (kcm's identity); the
-// count cache of the other kinds lists and watches with the controller's own identity, which
+// Quotas, pods, services, claims, resource claims and device classes are read from the
+// shared cache (kcm's identity); the count cache of the other kinds lists and watches with the controller's own identity, which
 // its role allows on everything ("quota can count quota on anything").
 // +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=update
 // +kubebuilder:rbac:groups=*,resources=*,verbs=list;watch
