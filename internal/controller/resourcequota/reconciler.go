@@ -89,8 +89,9 @@ type Reconciler struct {
 }
 
 // Quotas, pods, services, claims, resource claims and device classes are read from the
-// shared cache (kcm's identity); the count cache of the other kinds lists and watches with the controller's own identity, which
-// its role allows on everything ("quota can count quota on anything").
+// shared cache (kcm's identity); the count cache of the other kinds lists and watches with
+// the controller's own identity, which its role allows on everything ("quota can count
+// quota on anything").
 // +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=update
 // +kubebuilder:rbac:groups=*,resources=*,verbs=list;watch
 

@@ -24,8 +24,9 @@ var Descriptor = setup.Descriptor{
 
 // Setup runs resourcequota-controller with its own client. Pods, services, claims, resource
 // claims and device classes are read from the shared cache; the other kinds quotas count
-// (count/<resource>, configmaps, secrets, ...) from a metadata-only cache of the controller's own, because the shared cache
-// holds only some ConfigMaps and would hold whole Secrets.
+// (count/<resource>, configmaps, secrets, ...) from a metadata-only cache of the
+// controller's own, because the shared cache holds only some ConfigMaps and would hold
+// whole Secrets.
 func Setup(ctx *setup.Context) error {
 	workers := ctx.Workers(options.ConcurrentResourceQuotaSyncs)
 	cfg, err := ctx.RESTConfig()
