@@ -329,6 +329,34 @@ var _ = Describe("resourceclaim-controller", func() {
 		}).Should(Succeed())
 	})
 
+	It("removes the reservation of a pod it never saw, read live, and lets a deleted allocated claim go", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "claim")
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Spec: claimSpec()}
+		Expect(env.Client.Create(ctx, claim)).To(Succeed())
+		ghost := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost", UID: "00000000-0000-0000-0000-000000000001"}}
+		allocate(ctx, claim, ghost)
+		Eventually(func(g Gomega) {
+			got, err := getClaim(ctx, ns, "orphan")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.ReservedFor).To(BeEmpty())
+			g.Expect(got.Status.Allocation).To(BeNil())
+			g.Expect(got.Finalizers).NotTo(ContainElement(resourceapi.Finalizer))
+		}).Should(Succeed())
+
+		By("allocated again without consumers, then deleted: the allocation and the finalizer go, and so does the claim")
+		allocate(ctx, claim, nil)
+		Consistently(func(g Gomega) {
+			got, err := getClaim(ctx, ns, "orphan")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.Allocation).NotTo(BeNil(), "unused but not released: kept allocated")
+		}).Should(Succeed())
+		Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+		Eventually(func() bool {
+			_, err := getClaim(ctx, ns, "orphan")
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+	})
+
 	It("reserves an allocated claim for a pod already on a node", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "claim")
 		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "direct"}, Spec: claimSpec()}
