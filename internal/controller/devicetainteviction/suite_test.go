@@ -265,6 +265,29 @@ var _ = Describe("device-taint-eviction-controller", func() {
 		}, 40*time.Second).Should(Succeed())
 	})
 
+	It("reports pods a DeviceTaintRule's taint evicts later as pending", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "pending")
+		createSlice(ctx, "node-h", 1)
+		patient := usePod(ctx, ns, "patient", "node-h", "dev-0", tolerate("drain", 3600))
+		rule := &resourceapi.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-h-drain"},
+			Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(driver), Pool: ptr.To("node-h")},
+				Taint:          resourceapi.DeviceTaint{Key: "drain", Effect: resourceapi.DeviceTaintEffectNoExecute},
+			},
+		}
+		Expect(env.Client.Create(ctx, rule)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rule), rule)).To(Succeed())
+			g.Expect(rule.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", resourceapi.DeviceTaintConditionEvictionInProgress),
+				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "PodsPendingEviction"),
+				HaveField("Message", "1 pod needs to be evicted in 1 namespace."))))
+		}, 40*time.Second).Should(Succeed())
+		expectUntouched(ctx, patient)
+		Expect(testenv.LabelNames("device_taint_eviction_controller_pod_deletions_total")).To(BeEmpty())
+	})
+
 	It("reports what a DeviceTaintRule with effect None would evict, evicting nothing", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "none")
 		createSlice(ctx, "node-e", 3)
