@@ -311,6 +311,44 @@ var _ = Describe("device-taint-eviction-controller", func() {
 		expectUntouched(ctx, user)
 	})
 
+	It("evicts a pod through the claim generated from its template, named in its status", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "template")
+		slice := createSlice(ctx, "node-i", 1)
+		// The pod asks through a template; the test plays resourceclaim-controller (the
+		// claim controlled by the pod, named in pod.status.resourceClaimStatuses), the
+		// scheduler and the kubelet.
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "templated"},
+			Spec: corev1.PodSpec{
+				NodeName: "node-i",
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}},
+			},
+		}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "templated-gpu-x7k2p",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: driver},
+			}}}},
+		}
+		Expect(env.Client.Create(ctx, claim)).To(Succeed())
+		claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: driver, Pool: "node-i", Device: "dev-0"}},
+		}}
+		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+		Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To(claim.Name)}}
+		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		expectEvicted(ctx, pod)
+	})
+
 	It("leaves a pod whose claim is reserved for another pod of the same name", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "replaced")
 		slice := createSlice(ctx, "node-f", 2)
