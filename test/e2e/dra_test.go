@@ -100,46 +100,54 @@ var _ = Describe("Dynamic resource allocation", func() {
 		}
 
 		By(fmt.Sprintf("the driver taints device %s/%s of pod %s NoExecute in its ResourceSlice", victim.node, victim.device, victim.pod.Name))
+		tainted := time.Now()
 		driver.taint(ctx, victim.node, victim.device)
+		expectEvictedAndReplaced(ctx, w, ns, driver, before, victim)
+		AddReportEntry("eviction latency", fmt.Sprintf("device tainted -> pod %s deleted in %s",
+			victim.pod.Name, w.podDeletedAt(victim.pod.UID).Sub(tainted).Round(time.Millisecond)))
+	})
 
-		// Marked DisruptionTarget as upstream, then deleted (the deletion watch event's last state).
-		gone := w.podDeleted(ctx, victim.pod.UID)
-		Expect(gone.Status.Conditions).To(ContainElement(And(
-			HaveField("Type", corev1.DisruptionTarget),
-			HaveField("Status", corev1.ConditionTrue),
-			HaveField("Reason", "DeletionByDeviceTaintManager"),
-			HaveField("Message", "Device Taint manager: deleting due to NoExecute taint"),
-		)), "pod %s evicted by the device taint", victim.pod.Name)
-		Eventually(ctx, func(g Gomega) {
-			events := &corev1.EventList{}
-			g.Expect(cl.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			g.Expect(events.Items).To(ContainElement(And(
-				HaveField("InvolvedObject.UID", victim.pod.UID),
-				HaveField("Source.Component", "device-taint-eviction-controller"),
-				HaveField("Reason", "DeviceTaintManagerEviction"),
-				HaveField("Message", "Marking for deletion"),
-			)))
-		}).WithTimeout(30*time.Second).Should(Succeed(), "logs in %s", logDir)
+	It("previews a DeviceTaintRule of effect None in its status, then evicts exactly the pod using its device when the effect becomes NoExecute, and reports Completed", func(ctx SpecContext) {
+		w := watchDRA(ctx, ns)
+		Expect(cl.Create(ctx, driver.template(ns))).To(Succeed())
+		d := newDeployment(ns, "web", 3)
+		driver.askForDevice(&d.Spec.Template)
+		Expect(cl.Create(ctx, d)).To(Succeed())
+		waitDeploymentComplete(ctx, ns, "web", 3)
+		before := expectPodsWithAllocatedClaims(ctx, ns, driver, 3)
+		var victim podClaim
+		for _, pc := range before {
+			victim = pc
+			break
+		}
 
-		// The Deployment replaces it; the scheduler does not allocate the tainted device again.
-		after := expectPodsWithAllocatedClaims(ctx, ns, driver, 3)
-		Expect(after).NotTo(HaveKey(victim.pod.UID))
-		for uid, pc := range before {
-			if uid == victim.pod.UID {
-				continue
-			}
-			// The other pods are untouched: same pods, same claims and devices, never marked.
-			Expect(after).To(HaveKey(uid), "pod %s kept", pc.pod.Name)
-			Expect(after[uid].claim).To(Equal(pc.claim))
-			Expect(after[uid].node + "/" + after[uid].device).To(Equal(pc.node + "/" + pc.device))
-			Expect(after[uid].pod.Status.Conditions).NotTo(ContainElement(HaveField("Type", corev1.DisruptionTarget)), "pod %s", pc.pod.Name)
+		By(fmt.Sprintf("an administrator's DeviceTaintRule on device %s/%s of pod %s, effect None", victim.node, victim.device, victim.pod.Name))
+		rule := &resourcev1.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: driver.class + "-" + victim.node + "-" + victim.device},
+			Spec: resourcev1.DeviceTaintRuleSpec{
+				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(driver.name), Pool: ptr.To(victim.node), Device: ptr.To(victim.device)},
+				Taint:          resourcev1.DeviceTaint{Key: "dra.kcm.test/maintenance", Effect: resourcev1.DeviceTaintEffectNone},
+			},
 		}
-		for uid, pc := range after {
-			if _, old := before[uid]; !old {
-				Expect(pc.node+"/"+pc.device).NotTo(Equal(victim.node+"/"+victim.device), "replacement %s on the tainted device", pc.pod.Name)
+		Expect(cl.Create(ctx, rule)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(cl.Delete(ctx, rule))).To(Succeed()) })
+		expectRuleCondition(ctx, rule.Name, metav1.ConditionFalse, "NoEffect",
+			"1 published device selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace if the effect was NoExecute. "+
+				"This information will not be updated again. Recreate the DeviceTaintRule to trigger an update.")
+		// The preview evicts nothing: every pod is still there, and none was deleted.
+		Expect(expectPodsWithAllocatedClaims(ctx, ns, driver, 3)).To(HaveKey(victim.pod.UID))
+		w.expectNoPodDeleted()
+
+		By("the effect becomes NoExecute")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(rule), rule); err != nil {
+				return err
 			}
-		}
-		w.expectOnlyPodDeleted(victim.pod.UID)
+			rule.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNoExecute
+			return cl.Update(ctx, rule)
+		})).To(Succeed())
+		expectEvictedAndReplaced(ctx, w, ns, driver, before, victim)
+		expectRuleCondition(ctx, rule.Name, metav1.ConditionFalse, "Completed", "1 pod evicted since starting the controller.")
 	})
 
 	It("admits two claims under a quota of 2 devices of their class and refuses the third; a deleted claim gives its device back", func(ctx SpecContext) {
@@ -218,6 +226,69 @@ func (d *draDriver) slice(node string) *resourcev1.ResourceSlice {
 }
 
 func (d *draDriver) sliceName(node string) string { return d.class + "-" + node }
+
+// expectEvictedAndReplaced expects the victim's pod, whose device was tainted NoExecute, to
+// have been marked DisruptionTarget as upstream and deleted (its deletion watch event's
+// last state), with upstream's Event, and replaced by the Deployment on an untainted device,
+// while the other pods of before are untouched.
+func expectEvictedAndReplaced(ctx context.Context, w *draWatch, ns string, driver *draDriver, before map[types.UID]podClaim, victim podClaim) {
+	GinkgoHelper()
+	// Marked DisruptionTarget as upstream, then deleted (the deletion watch event's last state).
+	gone := w.podDeleted(ctx, victim.pod.UID)
+	Expect(gone.Status.Conditions).To(ContainElement(And(
+		HaveField("Type", corev1.DisruptionTarget),
+		HaveField("Status", corev1.ConditionTrue),
+		HaveField("Reason", "DeletionByDeviceTaintManager"),
+		HaveField("Message", "Device Taint manager: deleting due to NoExecute taint"),
+	)), "pod %s evicted by the device taint", victim.pod.Name)
+	Eventually(ctx, func(g Gomega) {
+		events := &corev1.EventList{}
+		g.Expect(cl.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("InvolvedObject.UID", victim.pod.UID),
+			HaveField("Source.Component", "device-taint-eviction-controller"),
+			HaveField("Reason", "DeviceTaintManagerEviction"),
+			HaveField("Message", "Marking for deletion"),
+		)))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "logs in %s", logDir)
+
+	// The Deployment replaces it; the scheduler does not allocate the tainted device again.
+	after := expectPodsWithAllocatedClaims(ctx, ns, driver, 3)
+	Expect(after).NotTo(HaveKey(victim.pod.UID))
+	for uid, pc := range before {
+		if uid == victim.pod.UID {
+			continue
+		}
+		// The other pods are untouched: same pods, same claims and devices, never marked.
+		Expect(after).To(HaveKey(uid), "pod %s kept", pc.pod.Name)
+		Expect(after[uid].claim).To(Equal(pc.claim))
+		Expect(after[uid].node + "/" + after[uid].device).To(Equal(pc.node + "/" + pc.device))
+		Expect(after[uid].pod.Status.Conditions).NotTo(ContainElement(HaveField("Type", corev1.DisruptionTarget)), "pod %s", pc.pod.Name)
+	}
+	for uid, pc := range after {
+		if _, old := before[uid]; !old {
+			Expect(pc.node+"/"+pc.device).NotTo(Equal(victim.node+"/"+victim.device), "replacement %s on the tainted device", pc.pod.Name)
+		}
+	}
+	w.expectOnlyPodDeleted(victim.pod.UID)
+}
+
+// expectRuleCondition waits until the DeviceTaintRule's EvictionInProgress condition, for its
+// current generation, has the status, reason and message.
+func expectRuleCondition(ctx context.Context, name string, status metav1.ConditionStatus, reason, message string) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		rule := &resourcev1.DeviceTaintRule{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, rule)).To(Succeed())
+		g.Expect(rule.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", resourcev1.DeviceTaintConditionEvictionInProgress),
+			HaveField("Status", status),
+			HaveField("Reason", reason),
+			HaveField("Message", message),
+			HaveField("ObservedGeneration", rule.Generation),
+		)))
+	}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "DeviceTaintRule %s; logs in %s", name, logDir)
+}
 
 // taint gives the node's device a NoExecute taint in the driver's slice, as a driver does
 // when a device fails.
@@ -357,12 +428,14 @@ type draWatch struct {
 	claimReady   map[string]time.Time
 	claimDeleted map[string]*resourcev1.ResourceClaim
 	podDeletions map[types.UID]*corev1.Pod
+	// podDeletedTime is when each deletion event arrived.
+	podDeletedTime map[types.UID]time.Time
 }
 
 func watchDRA(ctx context.Context, ns string) *draWatch {
 	GinkgoHelper()
 	w := &draWatch{podSeen: map[types.UID]time.Time{}, claimSeen: map[string]time.Time{},
-		claimReady: map[string]time.Time{}, claimDeleted: map[string]*resourcev1.ResourceClaim{}, podDeletions: map[types.UID]*corev1.Pod{}}
+		claimReady: map[string]time.Time{}, claimDeleted: map[string]*resourcev1.ResourceClaim{}, podDeletions: map[types.UID]*corev1.Pod{}, podDeletedTime: map[types.UID]time.Time{}}
 	cs := newClientset()
 	pods, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
@@ -379,6 +452,7 @@ func watchDRA(ctx context.Context, ns string) *draWatch {
 				}
 				if e.Type == watch.Deleted {
 					w.podDeletions[p.UID] = p
+					w.podDeletedTime[p.UID] = time.Now()
 				}
 				w.mu.Unlock()
 			}
@@ -431,6 +505,21 @@ func (w *draWatch) podDeleted(ctx context.Context, uid types.UID) *corev1.Pod {
 		return last
 	}).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeNil(), "pod %s deleted; logs in %s", uid, logDir)
 	return last
+}
+
+// podDeletedAt is when the pod's deletion event arrived.
+func (w *draWatch) podDeletedAt(uid types.UID) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.podDeletedTime[uid]
+}
+
+// expectNoPodDeleted expects no pod to have been deleted since the watch began.
+func (w *draWatch) expectNoPodDeleted() {
+	GinkgoHelper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	Expect(w.podDeletions).To(BeEmpty())
 }
 
 // expectOnlyPodDeleted expects no pod but uid to have been deleted since the watch began.
