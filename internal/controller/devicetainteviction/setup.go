@@ -16,7 +16,7 @@ var Descriptor = setup.Descriptor{
 	FeatureGates: []featuregate.Feature{features.DynamicResourceAllocation, features.DRADeviceTaints},
 	ClientName:   ClientName,
 	Flags:        []options.Flag{options.ConcurrentDeviceTaintEvictionSyncs},
-	Indexes:      []index.Index{sliceIndex, claimIndex},
+	Indexes:      []index.Index{sliceIndex, claimIndex, groupIndex},
 	Setup:        Setup,
 }
 

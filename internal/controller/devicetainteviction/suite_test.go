@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kcm/kcm/internal/controller/devicetainteviction"
 	"github.com/kcm/kcm/internal/setup"
@@ -365,3 +366,60 @@ var _ = Describe("device-taint-eviction-controller", func() {
 		expectUntouched(ctx, old)
 	})
 })
+
+// Claims reserved for a PodGroup (DRAWorkloadResourceClaims, beta and off by default in
+// v1.37) evict the group's pods: an API server of its own serves PodGroups and such
+// reservations, and kcm runs with the gates. The helpers use env, swapped for the spec.
+var _ = Describe("device-taint-eviction-controller with DRAWorkloadResourceClaims", Ordered, func() {
+	const gates = "GenericWorkload=true,DRAWorkloadResourceClaims=true"
+	var main *testenv.Env
+	BeforeAll(func() {
+		main = env
+		env = testenv.MustStartAPIServer(func(te *envtest.Environment) {
+			args := te.ControlPlane.GetAPIServer().Configure()
+			args.Set("feature-gates", gates)
+			args.Set("runtime-config", "scheduling.k8s.io/v1beta1=true")
+		})
+		DeferCleanup(func() { env = main })
+		Expect(env.StartManager([]string{devicetainteviction.ControllerName}, "--feature-gates="+gates)).To(Succeed())
+	})
+
+	It("evicts the pods of a PodGroup its tainted claim is reserved for", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "group")
+		slice := createSlice(ctx, "node-g1", 2)
+		member := usePod(ctx, ns, "member", "node-g1", "dev-0")
+		witness := usePod(ctx, ns, "witness", "node-g1", "dev-1")
+		// The member belongs to the group; its claim is reserved for the group only.
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(member), member)).To(Succeed())
+		claim := &resourceapi.ResourceClaim{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(member), claim)).To(Succeed())
+		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "team", UID: "group-uid"}}
+		Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+		grouped := usePodInGroup(ctx, ns, "grouped", "node-g1", claim.Name, "team")
+
+		taintDevice(ctx, slice, "dev-1", noExecute("broken"))
+		expectEvicted(ctx, witness)
+		expectUntouched(ctx, grouped)
+		taintDevice(ctx, slice, "dev-0", noExecute("broken"))
+		expectEvicted(ctx, grouped)
+	})
+})
+
+// usePodInGroup is a running pod of the PodGroup using an existing claim by name.
+func usePodInGroup(ctx context.Context, ns, name, node, claim, group string) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:        node,
+			SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}},
+		},
+	}
+	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	return pod
+}

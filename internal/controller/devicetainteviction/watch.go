@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -24,10 +25,12 @@ import (
 )
 
 // The cache's indexes: a pool's slices, to look devices up; the claims with a device
-// allocated from a pool, to find the pods a slice's taints concern.
+// allocated from a pool, to find the pods a slice's taints concern; the pods of a PodGroup
+// ("<namespace>/<name>"), for claims reserved for the group.
 const (
 	slicesByPool = "devicetainteviction.spec.pool"
 	claimsByPool = "devicetainteviction.status.allocation.pools"
+	podsByGroup  = "devicetainteviction.spec.schedulingGroup.podGroupName"
 )
 
 var (
@@ -46,17 +49,35 @@ var (
 		}
 		return keys
 	}}
+	groupIndex = index.Index{Object: &corev1.Pod{}, Field: podsByGroup, Extract: func(obj client.Object) []string {
+		p := obj.(*corev1.Pod)
+		if p.Spec.SchedulingGroup == nil || p.Spec.SchedulingGroup.PodGroupName == nil {
+			return nil
+		}
+		return []string{p.Namespace + "/" + *p.Spec.SchedulingGroup.PodGroupName}
+	}}
 )
 
 func poolKey(driver, pool string) string { return driver + "/" + pool }
 
-// podsOfClaim are the pods a claim is reserved for.
-func (r *Reconciler) podsOfClaim(_ context.Context, obj client.Object) []reconcile.Request {
+// podsOfClaim are the pods a claim is reserved for: by name, or, with PodGroups on, as the
+// pods of a PodGroup it is reserved for (a reservation that may outlive the gate).
+func (r *Reconciler) podsOfClaim(ctx context.Context, obj client.Object) []reconcile.Request {
 	claim := obj.(*resourceapi.ResourceClaim)
 	var reqs []reconcile.Request
 	for _, c := range claim.Status.ReservedFor {
-		if c.APIGroup == "" && c.Resource == "pods" {
+		switch {
+		case c.APIGroup == "" && c.Resource == "pods":
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: c.Name}})
+		case c.APIGroup == schedulingv1beta1.GroupName && c.Resource == "podgroups" && r.PodGroups:
+			pods := &corev1.PodList{}
+			if err := r.Client.List(ctx, pods, client.MatchingFields{podsByGroup: claim.Namespace + "/" + c.Name}); err != nil {
+				log.FromContext(ctx).Error(err, "Listing the pods of a PodGroup", "podGroup", c.Name)
+				continue
+			}
+			for i := range pods.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+			}
 		}
 	}
 	return reqs
