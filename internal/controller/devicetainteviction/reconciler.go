@@ -106,7 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// Compare: none (any more), later, or now.
 	if e == nil {
-		if r.forget(req.NamespacedName) {
+		// Only an eviction decided for this very pod is cancelled with an Event, not one
+		// of a pod of the same name deleted unseen.
+		if uid, ok := r.forget(req.NamespacedName); ok && uid == pod.UID {
 			log.FromContext(ctx).V(3).Info("Canceled pod eviction")
 			r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, EventReason, "Cancel", "Cancelling deletion")
 		}
@@ -275,13 +277,13 @@ func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
 	r.pending[key] = uid
 }
 
-// forget drops the pod's pending eviction, telling whether there was one.
-func (r *Reconciler) forget(key types.NamespacedName) bool {
+// forget drops the pod's pending eviction, returning the UID of the pod it was for.
+func (r *Reconciler) forget(key types.NamespacedName) (types.UID, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.pending[key]
+	uid, ok := r.pending[key]
 	delete(r.pending, key)
-	return ok
+	return uid, ok
 }
 
 // touchRules brings the named rules back to their status reconciler, which updates their
