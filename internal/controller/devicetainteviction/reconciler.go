@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// Observe: the pod's eviction as its claims, their devices and the rules say.
-	rules, err := r.evictingRules(ctx)
+	rules, err := r.taintRules(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -129,8 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// evictingRules are the DeviceTaintRules in the cache (none when rules are off).
-func (r *Reconciler) evictingRules(ctx context.Context) ([]*resourceapi.DeviceTaintRule, error) {
+// taintRules are the DeviceTaintRules in the cache, whatever their effect (none when rules
+// are off): claimEviction counts only the NoExecute ones.
+func (r *Reconciler) taintRules(ctx context.Context) ([]*resourceapi.DeviceTaintRule, error) {
 	if !r.Rules {
 		return nil, nil
 	}

@@ -87,7 +87,7 @@ func (r ruleReconciler) countRule(ctx context.Context, rule *resourceapi.DeviceT
 		return c, nil
 	}
 
-	rules, err := r.evictingRules(ctx)
+	rules, err := r.taintRules(ctx)
 	if err != nil {
 		return c, err
 	}
