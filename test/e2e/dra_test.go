@@ -180,8 +180,8 @@ var _ = Describe("Dynamic resource allocation", func() {
 // draDevicesPerNode leaves room for a replacement pod on every node.
 const draDevicesPerNode = 2
 
-// draDriver is a fake DRA driver: its name, the DeviceClass selecting its devices and the
-// ResourceSlices it published, one per node, whose pool is the node's name.
+// draDriver is a fake DRA driver: its name and the DeviceClass selecting its devices; its
+// ResourceSlices, one per node, have the node's name as pool (sliceName).
 type draDriver struct {
 	name, class string
 }
