@@ -59,6 +59,12 @@ type Options struct {
 	// Audit makes the API server log every request's metadata (verb, resource, user agent,
 	// time) to AuditLog, one JSON event per line.
 	Audit bool
+	// APIServerFeatureGates is the API server's --feature-gates ("A=true,B=false"), empty
+	// for its defaults; the other components keep theirs.
+	APIServerFeatureGates string
+	// RuntimeConfig is the API server's --runtime-config ("group/version=true,..."), empty
+	// for the groups and versions it serves by default.
+	RuntimeConfig string
 }
 
 // Cluster is a running local cluster.
@@ -113,6 +119,12 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	apiserver := c.env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = apiLog, apiLog
 	apiserver.Configure().Set("service-cluster-ip-range", ServiceClusterIPRange)
+	if opts.APIServerFeatureGates != "" {
+		apiserver.Configure().Set("feature-gates", opts.APIServerFeatureGates)
+	}
+	if opts.RuntimeConfig != "" {
+		apiserver.Configure().Set("runtime-config", opts.RuntimeConfig)
+	}
 	if err := c.configureKubeadmAuth(apiserver); err != nil {
 		return err
 	}

@@ -57,6 +57,16 @@ var (
 
 const nodeCount = 3
 
+// The API server serves the APIs of the controllers kcm runs only behind off-by-default gates
+// (gated_test.go): PodGroups (scheduling.k8s.io/v1beta1, with the PodGroupProtection
+// admission plugin) and ResourcePoolStatusRequests (resource.k8s.io/v1alpha3). They add
+// APIs and admission for objects that use them only; kcm and kube-scheduler keep their
+// defaults, as kubeadm's do, unless a spec restarts kcm with the gates.
+const (
+	apiServerGates         = "GenericWorkload=true,DRAResourcePoolStatus=true"
+	apiServerRuntimeConfig = "scheduling.k8s.io/v1beta1=true,resource.k8s.io/v1alpha3=true"
+)
+
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "kcm e2e suite")
@@ -88,7 +98,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 
 	By(fmt.Sprintf("starting etcd, kube-apiserver, kube-scheduler and kwok with %d fake nodes", nodeCount))
-	local, err = cluster.Start(ctx, cluster.Options{Dir: logDir, Assets: assets, KWOK: kwokBinary, Nodes: nodeCount})
+	local, err = cluster.Start(ctx, cluster.Options{Dir: logDir, Assets: assets, KWOK: kwokBinary, Nodes: nodeCount,
+		APIServerFeatureGates: apiServerGates, RuntimeConfig: apiServerRuntimeConfig})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		By("stopping every process, then kube-apiserver and etcd")
