@@ -95,7 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	}
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		WatchesRawSource(source.Kind(r.Cache, client.Object(&corev1.ConfigMap{}), handler.EnqueueRequestsFromMapFunc(toClusterInfo))).
 		WatchesRawSource(source.Kind(r.Cache, client.Object(&corev1.Secret{}), handler.EnqueueRequestsFromMapFunc(toClusterInfo))).
 		Complete(r)

@@ -54,3 +54,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/bootstrap/bootstrapsigner.go:110.
+var newQueue = setup.Queue("bootstrap_signer_queue")

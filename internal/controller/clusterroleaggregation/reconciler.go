@@ -103,6 +103,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.aggregatedRoles)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -23,3 +23,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/clusterroleaggregation/clusterroleaggregation_controller.go:65.
+var newQueue = setup.Queue("ClusterRoleAggregator")

@@ -32,3 +32,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/cronjob/cronjob_controllerv2.go:97.
+var newQueue = setup.Queue("cronjob")

@@ -134,6 +134,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName).
 		For(&certificatesv1.CertificateSigningRequest{}).
 		WithOptions(controller.Options{
+			NewQueue:                newQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](baseBackoff, maxBackoff),

@@ -27,3 +27,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/certificates/certificate_controller.go:74.
+var newQueue = setup.Queue("certificate")

@@ -143,6 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, name string, workers int
 		Named(name).
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(forSigner)).
 		WithOptions(controller.Options{
+			NewQueue:                newQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](baseBackoff, maxBackoff),

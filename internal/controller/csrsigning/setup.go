@@ -142,3 +142,7 @@ func Setup(ctx *setup.Context) error {
 	}
 	return nil
 }
+
+// newQueue names the work queue of name as upstream names its own:
+// pkg/controller/certificates/certificate_controller.go:74.
+var newQueue = setup.Queue("certificate")

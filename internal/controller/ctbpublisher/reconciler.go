@@ -115,6 +115,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			q.Add(signer)
 			return nil
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

@@ -72,3 +72,7 @@ func servesClusterTrustBundles(mapper meta.RESTMapper) (bool, error) {
 		return false, fmt.Errorf("discovery failed for ClusterTrustBundle: %w", err)
 	}
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/certificates/clustertrustbundlepublisher/publisher.go:303.
+var newQueue = setup.Queue("ca_cert_publisher_cluster_trust_bundles")

@@ -481,6 +481,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Pod{}, r.podHandler()).
 		Watches(&corev1.Node{}, &nodeHandler{r: r}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -37,3 +37,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/daemon/daemon_controller.go:212.
+var newQueue = setup.Queue("daemonset")

@@ -48,3 +48,11 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, stale)
 	return stale.SetupWithManager(ctx.Manager)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/disruption/disruption.go:189.
+var newQueue = setup.Queue("disruption")
+
+// newStalePodQueue names the work queue of StalePodControllerName as upstream names its own:
+// pkg/controller/disruption/disruption.go:204.
+var newStalePodQueue = setup.Queue("stale_pod_disruption")

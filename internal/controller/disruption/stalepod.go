@@ -120,6 +120,6 @@ func (r *StalePodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(StalePodControllerName).
 		For(&corev1.Pod{}, builder.WithPredicates(candidate)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newStalePodQueue, MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

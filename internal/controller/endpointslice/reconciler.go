@@ -236,6 +236,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&discoveryv1.EndpointSlice{}, r.sliceEvents()).
 		WatchesRawSource(source.Channel(r.overloaded, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
+			NewQueue:                newQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](syncBackoff, maxSyncBackoff),

@@ -55,3 +55,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/endpointslice/endpointslice_controller.go:114.
+var newQueue = setup.Queue("endpoint_slice")

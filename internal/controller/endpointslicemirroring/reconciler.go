@@ -240,7 +240,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&corev1.Endpoints{}, builder.WithPredicates(mirrorable)).
 		Watches(&corev1.Service{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(serviceMatters)).
 		Watches(&discoveryv1.EndpointSlice{}, r.sliceHandler()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

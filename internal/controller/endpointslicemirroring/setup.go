@@ -39,3 +39,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/endpointslicemirroring/endpointslicemirroring_controller.go:99.
+var newQueue = setup.Queue("endpoint_slice_mirroring")

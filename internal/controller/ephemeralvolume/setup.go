@@ -28,3 +28,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/volume/ephemeral/controller.go:94.
+var newQueue = setup.Queue("ephemeral_volume")

@@ -79,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(claimChanges)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

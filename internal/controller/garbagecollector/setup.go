@@ -169,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName).
 		WatchesRawSource(start).
 		WatchesRawSource(fromWorkers).
-		WithOptions(controller.TypedOptions[request]{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.TypedOptions[request]{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		WithLogConstructor(func(req *request) logr.Logger {
 			if req == nil {
 				return logger
@@ -207,3 +207,7 @@ func (r *Reconciler) observe(ctx context.Context, q queue, c change) {
 	}
 	r.report(ctx, eff.InvalidNamespace)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/garbagecollector/graph_builder.go:154.
+var newQueue = setup.TypedQueue[request]("garbage_collector_attempt_to_delete")

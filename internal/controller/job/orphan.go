@@ -90,6 +90,7 @@ func (r *orphanReconciler) setupWithManager(mgr ctrl.Manager, workers int) error
 			},
 		}).
 		WithOptions(controller.Options{
+			NewQueue:                newOrphanQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),
 		}).

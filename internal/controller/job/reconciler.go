@@ -518,6 +518,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&batchv1.Job{}, &jobHandler{r: r}).
 		Watches(&corev1.Pod{}, trackedPodHandler{r.podHandler()}).
 		WithOptions(controller.Options{
+			NewQueue:                newQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](apiBackoff, maxAPIBackoff),
 		}).

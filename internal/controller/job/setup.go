@@ -38,3 +38,11 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/job/job_controller.go:262.
+var newQueue = setup.Queue("job")
+
+// newOrphanQueue names the work queue of orphanControllerName as upstream names its own:
+// pkg/controller/job/job_controller.go:263.
+var newOrphanQueue = setup.Queue("job_orphan_pod")

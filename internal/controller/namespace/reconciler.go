@@ -130,6 +130,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName).
 		For(&corev1.Namespace{}, builder.WithPredicates(deleting)).
 		WithOptions(controller.Options{
+			NewQueue:                newQueue,
 			MaxConcurrentReconciles: workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, time.Minute),

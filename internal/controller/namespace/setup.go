@@ -53,3 +53,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/namespace/namespace_controller.go:80.
+var newQueue = setup.Queue("namespace")

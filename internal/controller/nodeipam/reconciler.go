@@ -154,6 +154,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

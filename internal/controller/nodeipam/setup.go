@@ -102,3 +102,7 @@ func checkExistingNodes(reader client.Reader, cfg config, logger logr.Logger) er
 	}
 	return nil
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/nodeipam/ipam/range_allocator.go:101.
+var newQueue = setup.Queue("cidrallocator_node")

@@ -442,6 +442,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		For(&corev1.Node{}).
 		Watches(&coordinationv1.Lease{}, nodeOfLease).
 		Watches(&corev1.Pod{}, nodeOfPod, builder.WithPredicates(newlyBound)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -48,3 +48,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go:356.
+var newQueue = setup.Queue("node_lifecycle_controller")

@@ -103,3 +103,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/podautoscaler/horizontal.go:177.
+var newQueue = setup.Queue("horizontalpodautoscaler")

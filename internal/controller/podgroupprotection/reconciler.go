@@ -88,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName).
 		For(&schedulingv1beta1.PodGroup{}, builder.WithPredicates(deletionCandidates())).
 		Watches(&corev1.Pod{}, podHandler{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

@@ -31,3 +31,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/scheduling/podgroupprotection/podgroup_protection_controller.go:83.
+var newQueue = setup.Queue("podgroupprotection")

@@ -126,7 +126,7 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 		Named(ControllerName+"-claims").
 		For(&corev1.PersistentVolumeClaim{}).
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(b.claimsOfVolume)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newClaimQueue, MaxConcurrentReconciles: 1}).
 		Complete(&claimReconciler{b})
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (b *Binder) SetupWithManager(mgr manager.Manager) error {
 		For(&corev1.PersistentVolume{}).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(volumeOfClaim)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(recyclerPodsToVolume)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newVolumeQueue, MaxConcurrentReconciles: 1}).
 		Complete(&volumeReconciler{b})
 }
 

@@ -84,3 +84,11 @@ func recyclersFrom(ctx *setup.Context) (*Recyclers, error) {
 			TimeoutIncrement: int64(ctx.Int32(options.PVRecyclerIncrementTimeoutNfs))},
 	}, nil
 }
+
+// newClaimQueue names the work queue of ControllerName+"-claims" as upstream names its own:
+// pkg/controller/volume/persistentvolume/pv_controller_base.go:93.
+var newClaimQueue = setup.Queue("claims")
+
+// newVolumeQueue names the work queue of ControllerName+"-volumes" as upstream names its own:
+// pkg/controller/volume/persistentvolume/pv_controller_base.go:97.
+var newVolumeQueue = setup.Queue("volumes")

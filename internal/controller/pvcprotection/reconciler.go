@@ -217,7 +217,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.claimNeedsWork))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(namespaceOf),
 			builder.WithPredicates(podUsageChanged{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

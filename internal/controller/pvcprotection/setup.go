@@ -29,3 +29,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/volume/pvcprotection/pvc_protection_controller.go:130.
+var newQueue = setup.Queue("pvcprotection")

@@ -23,3 +23,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/volume/pvprotection/pv_protection_controller.go:58.
+var newQueue = setup.Queue("pvprotection")

@@ -270,6 +270,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(r.Kind.ControllerName).
 		For(r.Kind.New()).
 		Watches(&corev1.Pod{}, r.podHandler()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue[r.Kind.ControllerName], MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

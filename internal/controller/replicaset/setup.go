@@ -1,6 +1,9 @@
 package replicaset
 
 import (
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
@@ -66,4 +69,12 @@ func run(ctx *setup.Context, kind Kind, workersFlag options.Int32Flag) error {
 	}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
+}
+
+// newQueue names each kind's work queue as upstream names its own ("replicaset",
+// pkg/controller/replicaset/replica_set.go:190; "replicationmanager",
+// pkg/controller/replication/replication_controller.go:61).
+var newQueue = map[string]func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request]{
+	ReplicaSetKind.ControllerName:            setup.Queue("replicaset"),
+	ReplicationControllerKind.ControllerName: setup.Queue("replicationmanager"),
 }

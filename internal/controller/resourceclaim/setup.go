@@ -43,3 +43,7 @@ func Setup(ctx *setup.Context) error {
 	registerMetrics(ctx.Manager.GetCache())
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/resourceclaim/controller.go:240.
+var newQueue = setup.Queue("resource_claim")

@@ -474,7 +474,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A claim's spec is immutable: only its deletion changes what it is charged.
 		b = b.Watches(&resourcev1.ResourceClaim{}, r.replenish(claimsGR, nil))
 	}
-	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Build(r)
+	c, err := b.WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).Build(r)
 	if err != nil {
 		return err
 	}

@@ -80,3 +80,7 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	}
 	return true, nil
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/resourcequota/resource_quota_controller.go:114.
+var newQueue = setup.Queue("resourcequota_primary")

@@ -50,3 +50,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/certificates/rootcacertpublisher/publisher.go:62.
+var newQueue = setup.Queue("root_ca_cert_publisher")

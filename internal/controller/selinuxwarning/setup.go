@@ -32,3 +32,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/volume/selinuxwarning/selinux_warning_controller.go:120.
+var newQueue = setup.Queue("selinux_warning")

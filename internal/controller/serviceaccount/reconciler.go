@@ -84,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.ServiceAccount{},
 			handler.EnqueueRequestsFromMapFunc(namespaceOf),
 			builder.WithPredicates(defaultDeleted)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

@@ -23,3 +23,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/serviceaccount/serviceaccounts_controller.go:71.
+var newQueue = setup.Queue("serviceaccount")

@@ -262,7 +262,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		Named(ControllerName).
 		WatchesRawSource(secrets).
 		WatchesRawSource(serviceAccounts).
-		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.TypedOptions[Request]{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		WithLogConstructor(func(req *Request) logr.Logger {
 			if req == nil {
 				return logger

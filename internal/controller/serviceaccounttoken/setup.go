@@ -78,3 +78,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/serviceaccount/tokens_controller.go:87.
+var newQueue = setup.TypedQueue[Request]("serviceaccount_tokens_service")

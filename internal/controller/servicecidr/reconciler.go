@@ -167,7 +167,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&networkingv1.ServiceCIDR{}).
 		Watches(&networkingv1.ServiceCIDR{}, handler.Funcs{CreateFunc: r.wakeOverlapping}).
 		Watches(&networkingv1.IPAddress{}, handler.Funcs{CreateFunc: r.wakeContaining, DeleteFunc: r.wakeContainingDeleted}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

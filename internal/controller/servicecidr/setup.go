@@ -30,3 +30,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/servicecidrs/servicecidrs_controller.go:83.
+var newQueue = setup.Queue("ipaddresses")

@@ -494,7 +494,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&corev1.Pod{}).
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setsForOrphan)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

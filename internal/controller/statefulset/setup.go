@@ -38,3 +38,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/statefulset/stateful_set.go:172.
+var newQueue = setup.Queue("statefulset")

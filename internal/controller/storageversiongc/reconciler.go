@@ -120,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&apiserverinternalv1alpha1.StorageVersion{}, builder.WithPredicates(unknownServer)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 1}).
 		Complete(r); err != nil {
 		return err
 	}
@@ -177,6 +177,6 @@ func (r *LeaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-leases").
 		For(&coordinationv1.Lease{}, builder.WithPredicates(deletedIdentity)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: newLeaseQueue, MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

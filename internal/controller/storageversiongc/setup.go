@@ -31,3 +31,11 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/storageversiongc/gc_controller.go:72.
+var newQueue = setup.Queue("storage_version_garbage_collector_storageversions")
+
+// newLeaseQueue names the work queue of ControllerName+"-leases" as upstream names its own:
+// pkg/controller/storageversiongc/gc_controller.go:68.
+var newLeaseQueue = setup.Queue("storage_version_garbage_collector_leases")

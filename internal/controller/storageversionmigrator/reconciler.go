@@ -290,6 +290,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName + "-resource-version").
 		For(&svmv1.StorageVersionMigration{}).
+		WithOptions(controller.Options{NewQueue: newResourceVersionQueue}).
 		Complete(reconcile.Func(r.recordResourceVersion)); err != nil {
 		return err
 	}
@@ -299,5 +300,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return builder.TypedControllerManagedBy[metav1.GroupResource](mgr).
 		Named(ControllerName + "-runner").
 		WatchesRawSource(source.TypedKind(mgr.GetCache(), &svmv1.StorageVersionMigration{}, byResource)).
+		WithOptions(controller.TypedOptions[metav1.GroupResource]{NewQueue: newRunnerQueue}).
 		Complete(reconcile.TypedFunc[metav1.GroupResource](r.run))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,3 +75,12 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager)
 }
+
+// newResourceVersionQueue and newRunnerQueue name the work queues of the resource-version
+// and runner reconcilers as upstream names its own, both "resource-version-controller":
+// pkg/controller/storageversionmigrator/resourceversion.go:89 and migrationrunner.go:81
+// (upstream's runner reuses the resource-version controller's name).
+var (
+	newResourceVersionQueue = setup.Queue("resource-version-controller")
+	newRunnerQueue          = setup.TypedQueue[metav1.GroupResource]("resource-version-controller")
+)

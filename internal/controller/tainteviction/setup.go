@@ -31,3 +31,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, Workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/tainteviction/taint_eviction.go:221.
+var newQueue = setup.Queue("noexec_taint_pod")

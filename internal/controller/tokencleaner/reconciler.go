@@ -60,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		WatchesRawSource(source.Kind(r.Cache, client.Object(&corev1.Secret{}), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

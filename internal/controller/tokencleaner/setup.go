@@ -50,3 +50,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/bootstrap/tokencleaner.go:85.
+var newQueue = setup.Queue("token_cleaner")

@@ -23,3 +23,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/ttl/ttl_controller.go:86.
+var newQueue = setup.Queue("ttlcontroller")

@@ -126,6 +126,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(e event.GenericEvent) bool { return candidate(e.Object) },
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -26,3 +26,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/ttlafterfinished/ttlafterfinished_controller.go:85.
+var newQueue = setup.Queue("ttl_jobs_to_delete")

@@ -156,7 +156,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.PersistentVolume{}, releases(func(o client.Object) []string {
 			return VolumeReferences(o.(*corev1.PersistentVolume))
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

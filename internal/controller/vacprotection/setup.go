@@ -46,3 +46,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/volume/vacprotection/vac_protection_controller.go:111.
+var newQueue = setup.Queue("vacprotection")

@@ -52,3 +52,7 @@ func Setup(ctx *setup.Context) error {
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, ctx.Workers(options.ConcurrentValidatingAdmissionPolicyStatusSyncs))
 }
+
+// newQueue names the work queue of ControllerName as upstream names its own:
+// pkg/controller/validatingadmissionpolicystatus/controller.go:81.
+var newQueue = setup.Queue("validatingadmissionpolicy-status")
