@@ -10,7 +10,6 @@ package devicetainteviction
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -27,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	podutil "github.com/kcm/kcm/internal/pod"
 )
 
 const (
@@ -217,18 +218,12 @@ func (r *Reconciler) evict(ctx context.Context, cached *corev1.Pod, e *eviction)
 	}
 	r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, EventReason, "Delete", "Marking for deletion")
 	if cond, changed := disruptionTarget(&pod.Status, r.Clock.Now()); changed {
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"uid": pod.UID},
-			"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
-		})
+		found, err := podutil.PatchCondition(ctx, r.Client, pod, cond)
 		if err != nil {
-			return err
-		}
-		if err := r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
 			return fmt.Errorf("adding the DisruptionTarget condition: %w", err)
+		}
+		if !found {
+			return nil
 		}
 	}
 	switch err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); {

@@ -5,7 +5,6 @@ package tainteviction
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/index"
+	podutil "github.com/kcm/kcm/internal/pod"
 )
 
 const (
@@ -154,20 +154,12 @@ func (r *Reconciler) evictWhenDue(ctx context.Context, pod *corev1.Pod, e evicti
 func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, now, fireAt time.Time) error {
 	log.FromContext(ctx).Info("Deleting pod")
 	if cond, changed := disruptionTarget(&pod.Status, pod.Generation, now); changed {
-		// A strategic merge patch of the one condition, with the UID as a precondition,
-		// as upstream writes it.
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"uid": pod.UID},
-			"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
-		})
+		found, err := podutil.PatchCondition(ctx, r.Client, pod, cond)
 		if err != nil {
-			return err
-		}
-		if err := r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
 			return fmt.Errorf("adding the DisruptionTarget condition: %w", err)
+		}
+		if !found {
+			return nil
 		}
 	}
 	switch err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); {
