@@ -6,26 +6,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/controller/resourceclaim"
-	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -47,45 +38,18 @@ var claimPods = flag.Int("claim-pods", 200, "pods created at once by BenchmarkRe
 //
 //	KUBEBUILDER_ASSETS=$PWD/bin/k8s/1.37.1 go test ./test/bench/ -run '^$' -bench BenchmarkResourceClaimCreation -benchtime 1x
 func BenchmarkResourceClaimCreation(b *testing.B) {
-	ctrllog.SetLogger(logr.Discard())
-	b.Run("manager=kcm", func(b *testing.B) {
-		benchmarkClaims(b, func(env *testenv.Env) (func(), error) {
-			if err := env.StartManager([]string{resourceclaim.ControllerName}); err != nil {
-				return nil, err
-			}
-			return func() { _ = env.StopManager() }, nil
-		})
-	})
-	b.Run("manager=upstream", func(b *testing.B) {
-		bin := os.Getenv("UPSTREAM_KCM")
-		if bin == "" {
-			if root, err := testenv.RepoRoot(); err == nil {
-				bin = filepath.Join(root, testenv.AssetsDir, "kube-controller-manager")
-			}
-		}
-		if _, err := os.Stat(bin); err != nil {
-			b.Skipf("upstream's kube-controller-manager is not built (make bench builds it): %v", err)
-		}
-		benchmarkClaims(b, func(env *testenv.Env) (func(), error) {
-			return startUpstreamControllers(b, env, bin, resourceclaim.ControllerName)
-		})
-	})
+	benchManagers(b, []string{resourceclaim.ControllerName}, resourceclaim.ControllerName, benchmarkClaims)
 }
 
 // benchmarkClaims runs the iterations on a fresh API server with the manager start runs.
-func benchmarkClaims(b *testing.B, start func(*testenv.Env) (stop func(), err error)) {
+func benchmarkClaims(b *testing.B, start startManager) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := unthrottledClient(b, env)
 	stop, err := start(env)
 	if err != nil {
 		b.Fatal(err)
@@ -211,38 +175,4 @@ func waitClaimsRecorded(ctx context.Context, cl client.Client, ns string, n int,
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("%d of %d pods' claims recorded within %s", len(seen), n, timeout)
-}
-
-// startUpstreamControllers runs upstream's kube-controller-manager as kubeadm's identity
-// with --use-service-account-credentials and only the given controllers, serving nothing,
-// without leader election.
-func startUpstreamControllers(b *testing.B, env *testenv.Env, bin, controllers string) (func(), error) {
-	user, err := env.Environment.AddUser(envtest.User{Name: testenv.KubeadmUser}, env.Config)
-	if err != nil {
-		return nil, err
-	}
-	conf, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	dir := b.TempDir()
-	kubeconfig := filepath.Join(dir, "controller-manager.conf")
-	if err := os.WriteFile(kubeconfig, conf, 0o600); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--use-service-account-credentials=true", "--controllers="+controllers)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		_ = logFile.Close()
-	}, nil
 }

@@ -6,15 +6,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,13 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
-	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/testenv"
 )
 
@@ -58,44 +49,20 @@ var (
 // process with its garbage collector, whose informers its migration reads (skipped when it
 // is not built). `make bench-svm` runs both once.
 func BenchmarkStorageVersionMigration(b *testing.B) {
-	ctrllog.SetLogger(logr.Discard())
-	b.Run("manager=kcm", func(b *testing.B) {
-		benchmarkMigration(b, func(env *testenv.Env) (func(), error) {
-			if err := env.StartManager([]string{storageversionmigrator.ControllerName}); err != nil {
-				return nil, err
-			}
-			return func() { _ = env.StopManager() }, nil
-		})
-	})
-	b.Run("manager=upstream", func(b *testing.B) {
-		bin := os.Getenv("UPSTREAM_KCM")
-		if bin == "" {
-			if root, err := testenv.RepoRoot(); err == nil {
-				bin = filepath.Join(root, testenv.AssetsDir, "kube-controller-manager")
-			}
-		}
-		if _, err := os.Stat(bin); err != nil {
-			b.Skipf("upstream's kube-controller-manager is not built (make bench builds it): %v", err)
-		}
-		benchmarkMigration(b, func(env *testenv.Env) (func(), error) { return startUpstream(b, env, bin) })
-	})
+	// Upstream's migration reads its garbage collector's informers.
+	benchManagers(b, []string{storageversionmigrator.ControllerName},
+		"garbage-collector-controller,storage-version-migrator-controller", benchmarkMigration)
 }
 
 // benchmarkMigration runs the migrations on a fresh API server with the manager start runs.
-func benchmarkMigration(b *testing.B, start func(*testenv.Env) (stop func(), err error)) {
+func benchmarkMigration(b *testing.B, start startManager) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
-	// The benchmark's own client is not rate limited: creating the objects is not measured.
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := unthrottledClient(b, env)
 
 	crdName := svmPlural + "." + svmGroup
 	if err := cl.Create(ctx, svmCRD(crdName)); err != nil {
@@ -289,39 +256,4 @@ func waitMigrated(ctx context.Context, cl client.Client, svm *svmv1.StorageVersi
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("migration %s not finished within %s", svm.Name, timeout)
-}
-
-// startUpstream runs upstream's kube-controller-manager as kubeadm's identity with
-// --use-service-account-credentials, its garbage collector and migrator only, serving
-// nothing, without leader election.
-func startUpstream(b *testing.B, env *testenv.Env, bin string) (func(), error) {
-	user, err := env.Environment.AddUser(envtest.User{Name: testenv.KubeadmUser}, env.Config)
-	if err != nil {
-		return nil, err
-	}
-	conf, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	dir := b.TempDir()
-	kubeconfig := filepath.Join(dir, "controller-manager.conf")
-	if err := os.WriteFile(kubeconfig, conf, 0o600); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--use-service-account-credentials=true",
-		"--controllers=garbage-collector-controller,storage-version-migrator-controller")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		_ = logFile.Close()
-	}, nil
 }
