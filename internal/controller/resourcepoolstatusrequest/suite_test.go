@@ -169,14 +169,25 @@ var _ = Describe("resourcepoolstatusrequest-controller", func() {
 		Expect(named.Pools).To(HaveExactElements(HaveField("PoolName", "shared")))
 
 		By("upstream's metrics count each answer")
-		Expect(testenv.Sample("resourcepoolstatusrequest_controller_requests_processed_total", map[string]string{"driver_name": driver})).To(Equal(processed + 3))
-		Expect(testenv.Sample("resourcepoolstatusrequest_controller_request_processing_duration_seconds", map[string]string{"driver_name": driver})).To(Equal(timed + 3))
+		// Counted right after the status write the spec has seen: awaited, not read once.
+		Eventually(func() float64 {
+			return testenv.Sample("resourcepoolstatusrequest_controller_requests_processed_total", map[string]string{"driver_name": driver})
+		}).Should(Equal(processed + 3))
+		Eventually(func() float64 {
+			return testenv.Sample("resourcepoolstatusrequest_controller_request_processing_duration_seconds", map[string]string{"driver_name": driver})
+		}).Should(Equal(timed + 3))
 		Expect(testenv.LabelNames("resourcepoolstatusrequest_controller_requests_processed_total")).To(Equal([]string{"driver_name"}))
 
 		By("an answered request is not answered again when the pools change")
 		allocate(ctx, ns, driver, "node-a", "a-2")
-		witness := answer(ctx, request(ctx, driver))
-		Expect(witness.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(3)))
+		// The witness: the controller's cache has the new allocation once a fresh request
+		// counts it; fresh requests are asked until one does, each answered once.
+		Eventually(func(g Gomega) {
+			fresh := request(ctx, driver)
+			witness := answer(ctx, fresh)
+			g.Expect(witness.Pools).NotTo(BeEmpty())
+			g.Expect(witness.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(3)))
+		}).Should(Succeed())
 		got := &resourcev1alpha3.ResourcePoolStatusRequest{}
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(all), got)).To(Succeed())
 		Expect(got.Status.Pools[0].AllocatedDevices).To(HaveValue(BeEquivalentTo(2)))
