@@ -184,8 +184,8 @@ var _ = Describe("device-taint-eviction-controller", func() {
 		expectEvent(ctx, victim, "Marking for deletion")
 		expectUntouched(ctx, bystander)
 		Expect(eventCount(ctx, bystander)).To(BeZero())
-		Expect(testenv.Sample(deletions, nil)).To(Equal(before + 1))
-		Expect(testenv.Sample(latency, nil)).To(Equal(beforeLatency + 1))
+		Eventually(func() float64 { return testenv.Sample(deletions, nil) }).Should(Equal(before + 1))
+		Eventually(func() float64 { return testenv.Sample(latency, nil) }).Should(Equal(beforeLatency + 1))
 	})
 
 	It("waits for the claim's tolerationSeconds and cancels when the taint goes first", func(ctx SpecContext) {

@@ -186,11 +186,19 @@ var _ = Describe("horizontal-pod-autoscaler-controller", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(testenv.Sample(subsystem+"desired_replicas", map[string]string{"namespace": ns, "hpa_name": "web"})).To(Equal(3.0))
 		}).Should(Succeed())
-		Expect(testenv.Sample(reconciliations, map[string]string{"action": "scale_up", "error": "none"})).To(BeNumerically(">", scaleUps))
-		Expect(testenv.Sample(subsystem+"reconciliation_duration_seconds", map[string]string{"action": "scale_up", "error": "none"})).To(BeNumerically(">", 0))
-		Expect(testenv.Sample(computations, map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})).To(BeNumerically(">", upComputations))
-		Expect(testenv.Sample(subsystem+"metric_computation_duration_seconds", map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})).To(BeNumerically(">", 0))
-		Expect(testenv.Sample(subsystem+"num_horizontal_pod_autoscalers", nil)).To(BeNumerically(">=", 1))
+		Eventually(func() float64 {
+			return testenv.Sample(reconciliations, map[string]string{"action": "scale_up", "error": "none"})
+		}).Should(BeNumerically(">", scaleUps))
+		Eventually(func() float64 {
+			return testenv.Sample(subsystem+"reconciliation_duration_seconds", map[string]string{"action": "scale_up", "error": "none"})
+		}).Should(BeNumerically(">", 0))
+		Eventually(func() float64 {
+			return testenv.Sample(computations, map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})
+		}).Should(BeNumerically(">", upComputations))
+		Eventually(func() float64 {
+			return testenv.Sample(subsystem+"metric_computation_duration_seconds", map[string]string{"action": "scale_up", "error": "none", "metric_type": "Resource"})
+		}).Should(BeNumerically(">", 0))
+		Eventually(func() float64 { return testenv.Sample(subsystem+"num_horizontal_pod_autoscalers", nil) }).Should(BeNumerically(">=", 1))
 		Expect(testenv.LabelNames(reconciliations)).To(Equal([]string{"action", "error"}))
 		Expect(testenv.LabelNames(computations)).To(Equal([]string{"action", "error", "metric_type"}))
 	})
@@ -245,8 +253,12 @@ var _ = Describe("horizontal-pod-autoscaler-controller", func() {
 			g.Expect(failed[0].Message).To(HavePrefix("invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: failed to get cpu utilization: "))
 		}).Should(Succeed())
 		Expect(replicasOf(ctx, ns, "web")()).To(Equal(int32(2)))
-		Expect(testenv.Sample(reconciliations, map[string]string{"action": "none", "error": "internal"})).To(BeNumerically(">", 0))
-		Expect(testenv.Sample(computations, map[string]string{"action": "none", "error": "internal", "metric_type": "Resource"})).To(BeNumerically(">", 0))
+		Eventually(func() float64 {
+			return testenv.Sample(reconciliations, map[string]string{"action": "none", "error": "internal"})
+		}).Should(BeNumerically(">", 0))
+		Eventually(func() float64 {
+			return testenv.Sample(computations, map[string]string{"action": "none", "error": "internal", "metric_type": "Resource"})
+		}).Should(BeNumerically(">", 0))
 	})
 
 	It("refuses a second HPA on the same pods: AmbiguousSelector", func(ctx SpecContext) {

@@ -398,7 +398,9 @@ var _ = Describe("resourceclaim-controller", func() {
 		By("lifted: the retry creates it, a success; the cache's claims counted by source")
 		lift()
 		expectGeneratedClaim(ctx, p)
-		Expect(testenv.Sample("dynamic_resource_allocation_resourceclaim_creates_total", byPod("success"))).To(Equal(created + 1))
+		Eventually(func() float64 {
+			return testenv.Sample("dynamic_resource_allocation_resourceclaim_creates_total", byPod("success"))
+		}).Should(Equal(created + 1))
 		Expect(testenv.LabelNames("dynamic_resource_allocation_resourceclaim_creates_total")).To(Equal([]string{"admin_access", "owner_api_group", "owner_api_kind", "status"}))
 		Eventually(func() float64 {
 			return testenv.Sample("dynamic_resource_allocation_resource_claims", map[string]string{"allocated": "false", "admin_access": "false", "source": "resource_claim_template"})
