@@ -102,8 +102,9 @@ func (r ruleReconciler) countRule(ctx context.Context, rule *resourceapi.DeviceT
 		}
 	}
 
+	// Every pod in the cache, read only: not deep-copied (this runs every 10 s per pending rule).
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods); err != nil {
+	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return c, err
 	}
 	namespaces := sets.New[string]()
