@@ -108,7 +108,7 @@ var _ = Describe("--feature-gates", func() {
 			"--feature-gates=GenericWorkload=true")
 		Eventually(on.Count("Controllers set up")).WithTimeout(30*time.Second).Should(Equal(1), "kcm: %s", on.State())
 		Expect(on.Lines("Controller is disabled by a feature gate")).To(BeEmpty())
-		Expect(on.Lines("kcm does not implement yet")).To(ConsistOf(ContainSubstring(`"podgroup-protection-controller"`)))
+		Expect(logField(on.Lines("Controllers set up")[0], "controllers")).To(ConsistOf("podgroup-protection-controller", "ttl-controller"))
 	})
 
 	It("names once the gates given that nothing in kcm acts on", func() {
