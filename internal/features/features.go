@@ -66,6 +66,11 @@ func (g *Gates) Enabled(f featuregate.Feature) bool { return g.gate.Enabled(f) }
 // Gate is the feature gate, for libraries that take one.
 func (g *Gates) Gate() featuregate.FeatureGate { return g.gate }
 
+// EffectiveVersion is the binary and emulation version --emulated-version sets, for /statusz.
+func (g *Gates) EffectiveVersion() compatibility.EffectiveVersion {
+	return g.registry.EffectiveVersionFor(compatibility.DefaultKubeComponent)
+}
+
 // AddMetrics records kubernetes_feature_enabled{name,stage} for every gate in component-base's
 // legacy registry, as upstream's kube-controller-manager does once at startup.
 func (g *Gates) AddMetrics() { g.gate.AddMetrics() }
