@@ -10,8 +10,9 @@
 //   - /flagz (gate ComponentFlagz) and /statusz (gate ComponentStatusz): k8s.io/apiserver's
 //     pages, reading kcm's flag set and naming kcm's version.
 //
-// Install mounts them in the order upstream's Run does, right after
-// k8s.io/controller-manager/app.NewBaseHandler (which serves /configz's handler).
+// RegisterConfigz sets /configz's content (k8s.io/controller-manager/app.NewBaseHandler serves
+// component-base's configz handler); Install mounts the other pages in the order upstream's
+// Run does, right after NewBaseHandler.
 package debugz
 
 import (
@@ -34,15 +35,11 @@ import (
 // componentName is how upstream's /flagz and /statusz name the component.
 const componentName = "kube-controller-manager"
 
-// Install registers kcm's configuration for /configz and mounts /metrics/slis, /flagz and
-// /statusz on m, as upstream's Run does after NewBaseHandler: /statusz lists the paths m lists
-// at that moment, so Install comes right after NewBaseHandler, before other paths are added.
-// opts is the parsed command line; registry gives the controllers' aliases, which /configz
-// replaces by canonical names as upstream does.
-func Install(m *mux.PathRecorderMux, opts *options.Options, registry []setup.Descriptor) error {
-	if err := RegisterConfigz(opts, registry); err != nil {
-		return err
-	}
+// Install mounts /metrics/slis, /flagz and /statusz on m, as upstream's Run does right after
+// NewBaseHandler: /statusz lists the paths m lists at that moment, so Install comes after the
+// base handler's pages and before any other. opts is the parsed command line. What /configz
+// serves is set apart, by RegisterConfigz, as upstream sets it before serving.
+func Install(m *mux.PathRecorderMux, opts *options.Options) {
 	slis.SLIMetricsWithReset{}.Install(m)
 	if opts.FeatureGates.Enabled(features.ComponentFlagz) {
 		flagz.Install(m, componentName, FlagReader(opts))
@@ -53,11 +50,11 @@ func Install(m *mux.PathRecorderMux, opts *options.Options, registry []setup.Des
 			statusz.WithListedPaths(m.ListedPaths()),
 		))
 	}
-	return nil
 }
 
 // RegisterConfigz sets what /configz serves (under upstream's name,
-// kubecontrollermanager.config.k8s.io) to the configuration opts stand for. It replaces an
+// kubecontrollermanager.config.k8s.io) to the configuration opts stand for; registry gives
+// the controllers' aliases, which /configz replaces by canonical names. It replaces an
 // earlier registration: component-base's configz registry is process-wide, and tests start
 // several managers in one process.
 func RegisterConfigz(opts *options.Options, registry []setup.Descriptor) error {
@@ -94,7 +91,7 @@ type binaryVersion struct {
 }
 
 func (v binaryVersion) BinaryVersion() *version.Version {
-	if parsed, err := version.ParseGeneric(v.kcm); err == nil {
+	if parsed, err := version.Parse(v.kcm); err == nil {
 		return parsed
 	}
 	return v.EffectiveVersion.BinaryVersion()
