@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	apihealthz "k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	controllerhealthz "k8s.io/controller-manager/pkg/healthz"
@@ -24,12 +25,16 @@ import (
 // (leaderelection.NewLeaderHealthzAdaptor(time.Second * 20) in kube-controller-manager).
 const maxTolerableExpiredLease = 20 * time.Second
 
-// healthManager is controller-runtime's Manager whose AddHealthzCheck adds to kcm's /healthz,
-// served on the secure port in upstream's format (k8s.io/apiserver's healthz handler behind
-// k8s.io/controller-manager's mutable handler); controller-runtime's own probe server is off.
+// healthManager is controller-runtime's Manager that serves the secure port (serving.go) and
+// whose AddHealthzCheck adds to kcm's /healthz there, in upstream's format (k8s.io/apiserver's
+// healthz handler behind k8s.io/controller-manager's mutable handler); controller-runtime's
+// own probe server is off.
 type healthManager struct {
 	ctrlmanager.Manager
 	health *health
+	// serving is nil with --secure-port=0; pages mounts AddPages' pages.
+	serving *secureServing
+	pages   func(*mux.PathRecorderMux)
 }
 
 // AddHealthzCheck adds a named check to /healthz (and /healthz/<name>).

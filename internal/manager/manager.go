@@ -1,32 +1,26 @@
 // Package manager builds kcm's one controller-runtime Manager from the command line: the
-// shared cache, leader election on a Lease, and the HTTPS server for health and metrics.
+// shared cache, leader election on a Lease, and upstream's secure port (health, metrics and
+// debug pages).
 package manager
 
 import (
-	"crypto/tls"
+	"context"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/server/mux"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kcm/kcm/internal/options"
@@ -87,9 +81,10 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 // shared cache holds of some kinds (setup.CacheRestrictions of the registry); mutate adjusts
 // the options last (tests use it, e.g. to skip controller-name validation).
 //
-// The Manager's AddHealthzCheck adds to /healthz on the secure port, which lists, as
-// upstream's, the leader-election watchdog (with --leader-elect) and then one check per
-// controller (AddControllerChecks).
+// The Manager serves upstream's secure port (unless --secure-port=0) from its Start on, before
+// its caches or controllers start, leader or not. Its AddHealthzCheck adds to /healthz there,
+// which lists, as upstream's, the leader-election watchdog (with --leader-elect) and then one
+// check per controller (AddControllerChecks).
 func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object]cache.ByObject, mutate ...func(*ctrlmanager.Options)) (ctrlmanager.Manager, error) {
 	le := opts.LeaderElection
 	// Leader election renews through its own connection so that busy controllers never
@@ -97,6 +92,10 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	leCfg := rest.CopyConfig(cfg)
 	leCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 
+	serving, err := newSecureServing(opts)
+	if err != nil {
+		return nil, err
+	}
 	health := newHealth()
 	recorders := &lateRecorders{}
 	var lock resourcelock.Interface
@@ -139,8 +138,9 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 		LeaseDuration:                       &le.LeaseDuration,
 		RenewDeadline:                       &le.RenewDeadline,
 		RetryPeriod:                         &le.RetryPeriod,
-		HealthProbeBindAddress:              "0",
-		Metrics:                             metricsOptions(opts, health),
+		// The secure port serves health and metrics; controller-runtime's servers stay off.
+		HealthProbeBindAddress: "0",
+		Metrics:                metricsserver.Options{BindAddress: "0"},
 	}
 	for _, m := range mutate {
 		m(&mo)
@@ -150,7 +150,43 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	recorders.set(mgr)
-	return &healthManager{Manager: mgr, health: health}, nil
+	return &healthManager{Manager: mgr, health: health, serving: serving}, nil
+}
+
+// Start serves the secure port, then runs the Manager; serving stops once the Manager has
+// stopped. The port is served from here rather than by a Runnable of the Manager: a Runnable
+// that needs no leader election starts only once the caches have synced, and upstream serves
+// /healthz and /metrics while its informers make their first lists.
+func (m *healthManager) Start(ctx context.Context) error {
+	if m.serving == nil {
+		return m.Manager.Start(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped, err := m.serving.serve(ctx, m.serving.handler(m.health, m.pages))
+	if err != nil {
+		return err
+	}
+	err = m.Manager.Start(ctx)
+	cancel()
+	<-stopped
+	return err
+}
+
+// AddPages mounts more pages on the secure port, behind its authentication and authorization
+// (internal/debugz's /configz content, /flagz, /statusz, /metrics/slis); install runs once,
+// when the Manager starts, after the base handler's pages are mounted. Without a secure port
+// it does nothing.
+func AddPages(mgr ctrlmanager.Manager, install func(*mux.PathRecorderMux)) {
+	if m, ok := mgr.(*healthManager); ok {
+		prev := m.pages
+		m.pages = func(mx *mux.PathRecorderMux) {
+			if prev != nil {
+				prev(mx)
+			}
+			install(mx)
+		}
+	}
 }
 
 // Test seams: the lock controller-runtime would build, and the watchdog's clock.
@@ -172,71 +208,4 @@ func cacheSyncTimeout() time.Duration {
 		return d
 	}
 	return waitForever
-}
-
-// metricsOptions serves upstream's secure port: /metrics behind delegated authentication
-// and authorization, /healthz (in --authorization-always-allow-paths) open to all.
-func metricsOptions(opts *options.Options, health http.Handler) metricsserver.Options {
-	if opts.SecurePort == 0 {
-		return metricsserver.Options{BindAddress: "0"}
-	}
-	// /healthz only: upstream serves no /readyz or /livez (404). /healthz/<check> is kcm's
-	// addition (upstream answers 404 there too).
-	extra := map[string]http.Handler{"/healthz": health, "/healthz/": health}
-	mo := metricsserver.Options{
-		SecureServing:  true,
-		BindAddress:    net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)),
-		ExtraHandlers:  extra,
-		FilterProvider: allowPaths(opts.AlwaysAllowPaths, filters.WithAuthenticationAndAuthorization),
-	}
-	if opts.TLSCertFile != "" {
-		mo.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
-			w, err := certwatcher.New(opts.TLSCertFile, opts.TLSKeyFile)
-			if err != nil {
-				// Fail every handshake with the reason rather than serve a certificate nobody chose.
-				c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, err }
-				return
-			}
-			c.GetCertificate = w.GetCertificate
-		}}
-	}
-	return mo
-}
-
-// allowPaths wraps a filter provider so that requests for the always-allowed paths (and
-// their sub-paths) skip authentication and authorization.
-func allowPaths(paths []string, provider func(*rest.Config, *http.Client) (metricsserver.Filter, error)) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
-	return func(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
-		filter, err := provider(cfg, hc)
-		if err != nil {
-			return nil, err
-		}
-		return func(log logr.Logger, handler http.Handler) (http.Handler, error) {
-			guarded, err := filter(log, handler)
-			if err != nil {
-				return nil, err
-			}
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if AlwaysAllowed(paths, r.URL.Path) {
-					handler.ServeHTTP(w, r)
-					return
-				}
-				guarded.ServeHTTP(w, r)
-			}), nil
-		}, nil
-	}
-}
-
-// AlwaysAllowed reports whether path is one of paths; an entry ending in "*" matches by
-// prefix, as upstream's --authorization-always-allow-paths does.
-func AlwaysAllowed(paths []string, path string) bool {
-	if slices.Contains(paths, path) {
-		return true
-	}
-	for _, p := range paths {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(path, prefix) {
-			return true
-		}
-	}
-	return false
 }

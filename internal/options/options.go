@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	cmoptions "k8s.io/controller-manager/options"
 
 	"github.com/kcm/kcm/internal/features"
 )
@@ -32,14 +34,14 @@ type Options struct {
 
 	LeaderElection LeaderElection
 
-	// SecurePort and BindAddress serve /healthz, /readyz, /livez and /metrics over HTTPS,
-	// as upstream does on 10257; SecurePort 0 turns the server off.
-	SecurePort  int
-	BindAddress string
-	TLSCertFile string
-	TLSKeyFile  string
-	// AlwaysAllowPaths are served without authentication or authorization.
-	AlwaysAllowPaths []string
+	// The secure port, as upstream's: k8s.io/apiserver's serving, delegated authentication and
+	// authorization options with upstream's defaults and flags (--secure-port 10257,
+	// --bind-address, --tls-*, --client-ca-file, --requestheader-*, --authentication-*,
+	// --authorization-*), and --profiling/--contention-profiling for its debug handlers.
+	SecureServing  *apiserveroptions.SecureServingOptions
+	Authentication *apiserveroptions.DelegatingAuthenticationOptions
+	Authorization  *apiserveroptions.DelegatingAuthorizationOptions
+	Debugging      *cmoptions.DebuggingOptions
 
 	// RootCAFile is published as kube-root-ca.crt; empty means the CA of the kubeconfig.
 	RootCAFile string
@@ -100,11 +102,7 @@ func New(readByControllers ...string) *Options {
 	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", "kube-controller-manager", "The name of resource object that is used for locking during leader election.")
 	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", "kube-system", "The namespace of resource object that is used for locking during leader election.")
 
-	fs.IntVar(&o.SecurePort, "secure-port", 10257, "The port on which to serve HTTPS /healthz, /readyz, /livez and /metrics. If 0, don't serve them.")
-	fs.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "The IP address on which to listen for the --secure-port port.")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "File containing the default x509 certificate for HTTPS. If unset, a self-signed certificate is generated.")
-	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
-	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", []string{"/healthz", "/readyz", "/livez"}, "A list of HTTP paths to skip during authorization.")
+	o.addServingFlags(fs)
 
 	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "If set, this root certificate authority will be included in the kube-root-ca.crt ConfigMap of every namespace.")
 
@@ -177,11 +175,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, "--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty")
 		}
 	}
-	if o.SecurePort < 0 || o.SecurePort > 65535 {
-		errs = append(errs, fmt.Sprintf("--secure-port %d must be between 0 and 65535", o.SecurePort))
-	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		errs = append(errs, "--tls-cert-file and --tls-private-key-file must be given together")
+	for _, err := range o.validateServing() {
+		errs = append(errs, err.Error())
 	}
 	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
 		errs = append(errs, fmt.Sprintf("--logging-format=%q: permitted formats are \"json\" and \"text\"", o.LoggingFormat))

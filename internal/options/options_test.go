@@ -69,7 +69,7 @@ func TestKubeadmArguments(t *testing.T) {
 	if err := o.Parse(kubeadmArgs); err != nil {
 		t.Fatalf("kubeadm's arguments are rejected: %v", err)
 	}
-	if o.Kubeconfig != "/etc/kubernetes/controller-manager.conf" || o.RootCAFile != "/etc/kubernetes/pki/ca.crt" || o.BindAddress != "127.0.0.1" {
+	if o.Kubeconfig != "/etc/kubernetes/controller-manager.conf" || o.RootCAFile != "/etc/kubernetes/pki/ca.crt" || o.SecureServing.BindAddress.String() != "127.0.0.1" {
 		t.Errorf("flags kcm acts on were not parsed: %+v", o)
 	}
 	if got := strings.Join(o.Controllers, ","); got != "*,bootstrapsigner,tokencleaner" {
@@ -100,7 +100,7 @@ func TestParse(t *testing.T) {
 			return o.KubeAPIQPS == 20 && o.KubeAPIBurst == 30 && le.Enabled && le.LeaseDuration == 15*time.Second &&
 				le.RenewDeadline == 10*time.Second && le.RetryPeriod == 2*time.Second &&
 				le.ResourceName == "kube-controller-manager" && le.ResourceNamespace == "kube-system" &&
-				o.SecurePort == 10257 && o.Workers(ConcurrentDeploymentSyncs) == 5 && o.Workers(ConcurrentGCSyncs) == 20
+				o.SecureServing.BindPort == 10257 && o.Workers(ConcurrentDeploymentSyncs) == 5 && o.Workers(ConcurrentGCSyncs) == 20
 		}},
 		{name: "concurrency flag", args: []string{"--concurrent-deployment-syncs=7"}, check: func(o *Options) bool {
 			return o.Workers(ConcurrentDeploymentSyncs) == 7
@@ -114,7 +114,6 @@ func TestParse(t *testing.T) {
 		{name: "lock", args: []string{"--leader-elect-resource-lock=endpoints"}, wantErr: "only \"leases\""},
 		{name: "lease timings", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: "lease-duration"},
 		{name: "lease timings do not matter without election", args: []string{"--leader-elect=false", "--leader-elect-lease-duration=1s"}, check: func(o *Options) bool { return !o.LeaderElection.Enabled }},
-		{name: "tls pair", args: []string{"--tls-cert-file=a"}, wantErr: "--tls-private-key-file"},
 		{name: "negative workers", args: []string{"--concurrent-job-syncs=-1"}, wantErr: "--concurrent-job-syncs"},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		{name: "positional argument", args: []string{"extra"}, wantErr: "unexpected arguments"},

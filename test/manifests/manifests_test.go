@@ -18,11 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/path"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kcm/kcm/internal/controller"
-	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -184,7 +185,10 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 	It("serves HTTPS on the secure port 10257, and probes /healthz there without credentials as kubeadm's static pod does", func() {
 		Expect(c.Args).To(ContainElement(fmt.Sprintf("--secure-port=%d", securePort)))
 		opts := parseArgs(c)
-		Expect(opts.SecurePort).To(BeEquivalentTo(securePort))
+		Expect(opts.SecureServing.BindPort).To(BeEquivalentTo(securePort))
+		// The authorizer kcm's secure port builds from --authorization-always-allow-paths.
+		alwaysAllowed, err := path.NewAuthorizer(opts.Authorization.AlwaysAllowPaths)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(c.Ports).To(ContainElement(And(HaveField("Name", "probe-port"), HaveField("ContainerPort", BeEquivalentTo(securePort)))))
 
 		// kubeadm's staticpodutil.LivenessProbe and StartupProbe (with its 4-minute
@@ -206,8 +210,10 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 			Expect([4]int32{probe.InitialDelaySeconds, probe.PeriodSeconds, probe.TimeoutSeconds, probe.FailureThreshold}).
 				To(Equal(tt.timing), "%s probe: initialDelaySeconds, periodSeconds, timeoutSeconds, failureThreshold", probeName)
 			// The kubelet probes without credentials.
-			Expect(manager.AlwaysAllowed(opts.AlwaysAllowPaths, probe.HTTPGet.Path)).To(BeTrue(),
-				"%s probe path %s is not in --authorization-always-allow-paths %q", probeName, probe.HTTPGet.Path, opts.AlwaysAllowPaths)
+			decision, _, err := alwaysAllowed.Authorize(context.Background(), authorizer.AttributesRecord{Path: probe.HTTPGet.Path})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(decision).To(Equal(authorizer.DecisionAllow),
+				"%s probe path %s is not in --authorization-always-allow-paths %q", probeName, probe.HTTPGet.Path, opts.Authorization.AlwaysAllowPaths)
 		}
 		// As kubeadm: kcm serves no /readyz (upstream neither), and a readiness that only the
 		// leader passed would leave the PodDisruptionBudget no replica to let go.
