@@ -106,9 +106,29 @@ var kcmOnlyQueues = []string{
 	"device-taint-eviction-controller-rules",
 }
 
+// defaultKcmQueues are kcm's own queues that the default controllers run: they report
+// through upstream's families too (setup.Queue), so each must have a series there.
+var defaultKcmQueues = []string{
+	"certificatesigningrequest-cleaner-controller",
+	"legacy-serviceaccount-token-cleaner-controller",
+	"pod-garbage-collector-controller",
+	"persistentvolume-attach-detach-controller",
+	"endpointslice-controller-topology",
+}
+
+// upstreamWorkqueueFamilies are the workqueue_* families of upstream's queues
+// (k8s.io/component-base/metrics/prometheus/workqueue), each labelled {name} only.
+var upstreamWorkqueueFamilies = []string{
+	"workqueue_adds_total", "workqueue_depth", "workqueue_longest_running_processor_seconds",
+	"workqueue_queue_duration_seconds", "workqueue_retries_total",
+	"workqueue_unfinished_work_seconds", "workqueue_work_duration_seconds",
+}
+
 // TestWorkqueuesNamedAsUpstream starts the default controllers and checks that
-// workqueue_adds_total has a series for each upstream queue they stand for, and none with a
-// name that is neither upstream's nor one of kcm's own queues.
+// workqueue_adds_total has a series for each upstream queue they stand for and for each of
+// kcm's own queues they run, and none with a name that is neither upstream's nor one of kcm's
+// own queues; and that every workqueue_* family is served with upstream's one label, name
+// (controller-runtime's queue metrics add controller, and priority on depth).
 func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
@@ -128,7 +148,8 @@ func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		names = queueNames(t)
-		if !slices.ContainsFunc(defaultQueues, func(q string) bool { return !slices.Contains(names, q) }) || time.Now().After(deadline) {
+		missing := func(q string) bool { return !slices.Contains(names, q) }
+		if !slices.ContainsFunc(defaultQueues, missing) && !slices.ContainsFunc(defaultKcmQueues, missing) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -141,9 +162,43 @@ func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 			t.Errorf("no workqueue_adds_total series for upstream's queue %q (%s)", q, upstreamQueues[q])
 		}
 	}
+	for _, q := range defaultKcmQueues {
+		if !slices.Contains(kcmOnlyQueues, q) {
+			t.Errorf("defaultKcmQueues names %q, which is not one of kcm's own queues", q)
+		}
+		if !slices.Contains(names, q) {
+			t.Errorf("no workqueue_adds_total series for kcm's queue %q", q)
+		}
+	}
 	for _, n := range names {
 		if _, ok := upstreamQueues[n]; !ok && !slices.Contains(kcmOnlyQueues, n) {
 			t.Errorf("workqueue_adds_total has a series named %q, neither upstream's nor one of kcm's own queues", n)
+		}
+	}
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range upstreamWorkqueueFamilies {
+		var served int
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			served++
+			for _, m := range f.GetMetric() {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName())
+				}
+				if !slices.Equal(labels, []string{"name"}) {
+					t.Errorf("%s has a series labelled %v, want upstream's [name]", name, labels)
+					break
+				}
+			}
+		}
+		if served != 1 {
+			t.Errorf("%s is served %d times, want once", name, served)
 		}
 	}
 }

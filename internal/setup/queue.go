@@ -5,14 +5,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/procmetrics"
 )
 
 // Queue is a controller.Options NewQueue that names the controller's work queue as
 // upstream's kube-controller-manager names the queue it stands for ("deployment",
-// "endpoint_slice", ...): the workqueue_* series carry that name, so dashboards and alerts
-// written for upstream keep working. Only the name differs from controller-runtime's default
-// queue (a priority queue with the controller's rate limiter); the controller keeps kcm's
-// name in logs. A controller with no upstream queue keeps the default, named after itself.
+// "endpoint_slice", ...) and reports it as upstream's queues report: the workqueue_* families
+// of component-base, labelled {name} only (procmetrics.WorkqueueProvider), so dashboards and
+// alerts written for upstream keep working. Otherwise it is controller-runtime's default
+// queue (a priority queue with the controller's rate limiter), whose own metrics carry
+// controller-runtime's labels ({name, controller}, and priority on depth); the controller
+// keeps kcm's name in logs. A controller with no upstream queue passes its own name: every
+// kcm queue reports through Queue, none through controller-runtime's metrics.
 func Queue(name string) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return TypedQueue[reconcile.Request](name)
 }
@@ -23,6 +28,7 @@ func TypedQueue[T comparable](name string) func(string, workqueue.TypedRateLimit
 		return priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {
 			o.Log = ctrl.Log.WithValues("controller", controllerName)
 			o.RateLimiter = rateLimiter
+			o.MetricProvider = procmetrics.WorkqueueProvider()
 		})
 	}
 }

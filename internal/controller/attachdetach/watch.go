@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // The VolumeAttachment indexes: by node, and by the volume the source names.
@@ -82,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.nodesOfClaim)).
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(r.nodesOfVolume)).
 		Watches(&storagev1.CSIDriver{}, handler.EnqueueRequestsFromMapFunc(r.allNodes)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // ControllerName is upstream's name for this controller.
@@ -70,6 +72,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&certificatesv1.CertificateSigningRequest{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // The cache's indexes: a pool's slices, to look devices up; the claims with a device
@@ -161,7 +162,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&corev1.Pod{}, builder.WithPredicates(podChanges)).
 		Watches(&resourceapi.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(r.podsOfClaim), builder.WithPredicates(claimChanges)).
 		Watches(&resourceapi.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(r.podsOfSlice)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: workers})
 	if r.Rules {
 		b = b.Watches(&resourceapi.DeviceTaintRule{}, handler.EnqueueRequestsFromMapFunc(r.podsOfRule),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
@@ -178,6 +179,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named(ControllerName+"-rules").
 		For(&resourceapi.DeviceTaintRule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.ruleEvents, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName + "-rules"), MaxConcurrentReconciles: workers}).
 		Complete(ruleReconciler{r})
 }

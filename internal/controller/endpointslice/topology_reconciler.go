@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // topologyRequest is the one request of the topology controller: node changes coalesce.
@@ -61,7 +63,7 @@ func (t *topologyReconciler) setupWithManager(mgr ctrl.Manager) error {
 			},
 			DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[client.Object], q queue) { add(q) },
 		}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName + "-topology"), MaxConcurrentReconciles: 1}).
 		Complete(t)
 }
 

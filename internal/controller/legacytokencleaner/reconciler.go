@@ -28,6 +28,7 @@ import (
 
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // ControllerName is upstream's name for this controller.
@@ -191,6 +192,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WatchesRawSource(start).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

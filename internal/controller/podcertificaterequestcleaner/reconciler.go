@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // ControllerName is upstream's name for this controller.
@@ -80,6 +82,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&certificatesv1.PodCertificateRequest{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: 1}).
 		Complete(r)
 }

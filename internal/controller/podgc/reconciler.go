@@ -27,6 +27,7 @@ import (
 
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/parallel"
+	"github.com/kcm/kcm/internal/setup"
 )
 
 const (
@@ -325,6 +326,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WatchesRawSource(start).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{NewQueue: setup.Queue(ControllerName), MaxConcurrentReconciles: 1}).
 		Complete(r)
 }
