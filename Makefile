@@ -80,9 +80,10 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: upstream-flags
-upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates.
+upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates, and /configz's flag table.
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts -features > $(CURDIR)/internal/features/zz_generated.features.go
+	cd $(K8S_TOOLS) && go run ./cmd/upstream-configz -probe $(CURDIR)/internal/debugz/testdata/upstream-configz-probe.json > $(CURDIR)/internal/debugz/zz_generated.configz.go
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
