@@ -8,10 +8,12 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/debugz"
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
@@ -62,6 +64,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The secure port's debug pages, as upstream's Run: what /configz shows, set before
+	// serving, and /metrics/slis, /flagz and /statusz beside the base handler's pages.
+	if err := debugz.RegisterConfigz(opts, registry); err != nil {
+		return err
+	}
+	manager.AddPages(mgr, func(m *mux.PathRecorderMux) { debugz.Install(m, opts) })
 	sctx, err := setup.NewContext(mgr, opts, cfg)
 	if err != nil {
 		return err

@@ -40,9 +40,12 @@ import (
 // Events of every controller.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
-// Delegated authentication and authorization of the secure port.
+// Delegated authentication and authorization of the secure port; at startup it reads the API
+// server's client CA and request-header settings from kube-system's
+// extension-apiserver-authentication ConfigMap (and watches it).
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,verbs=get,resourceNames=extension-apiserver-authentication
 // With --use-service-account-credentials, k8s.io/controller-manager's client builder gets (and
 // creates if missing) each controller's ServiceAccount in kube-system and requests its tokens;
 // before creating one it gets the namespace kube-system (and would create it were it missing,

@@ -62,7 +62,8 @@ func (s *secureServing) handler(health http.Handler, pages func(*mux.PathRecorde
 	m := cmapp.NewBaseHandler(&s.debugging, health)
 	// The base handler routes /healthz only; kcm also answers /healthz/<check> (each check
 	// alone), which the always-allowed paths open only when they name it (e.g. /healthz/*).
-	m.HandlePrefix("/healthz/", health)
+	// Unlisted, so that /statusz lists upstream's paths.
+	m.UnlistedHandlePrefix("/healthz/", health)
 	// The base handler serves component-base's legacyregistry at /metrics; kcm's metrics are
 	// gathered by controller-runtime's registry, which legacymetrics.go merges with
 	// legacyregistry, so /metrics serves that merged gatherer instead.

@@ -420,9 +420,13 @@ var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
 			{Namespace: namespace, Verb: "get", Resource: "serviceaccounts", Name: "deployment-controller"},
 			{Namespace: namespace, Verb: "create", Resource: "serviceaccounts"},
 			{Namespace: namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: "deployment-controller"},
-			// Delegated authentication and authorization of the secure port.
+			// Delegated authentication and authorization of the secure port, which reads the
+			// API server's client CA and request-header settings at startup (a refusal would
+			// stop kcm, as upstream).
 			{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
 			{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+			{Namespace: namespace, Verb: "get", Resource: "configmaps", Name: "extension-apiserver-authentication"},
+			{Namespace: namespace, Verb: "watch", Resource: "configmaps"},
 		} {
 			Expect(allowed(ctx, kcmSA, attrs)).To(BeTrue(), "%s may not %+v", kcmSA, attrs)
 		}

@@ -60,7 +60,7 @@ var _ = Describe("The secure port", func() {
 		role := &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "kcm-serving-scraper-"},
 			Rules: []rbacv1.PolicyRule{
-				{NonResourceURLs: []string{"/metrics", "/debug/pprof/*"}, Verbs: []string{"get"}},
+				{NonResourceURLs: []string{"/metrics", "/debug/pprof/*", "/configz", "/flagz", "/statusz", "/metrics/slis"}, Verbs: []string{"get"}},
 				{NonResourceURLs: []string{"/debug/flags/v"}, Verbs: []string{"put"}},
 			},
 		}
@@ -102,9 +102,14 @@ var _ = Describe("The secure port", func() {
 			{name: "x509 scraper, /debug/pprof/ (--profiling defaults to true)", cert: &scraperCert, method: "GET", path: "/debug/pprof/"},
 			{name: "unbound ServiceAccount's token, /debug/pprof/", token: strangerToken, method: "GET", path: "/debug/pprof/"},
 			{name: "x509 scraper sets the verbosity", cert: &scraperCert, method: "PUT", path: "/debug/flags/v", body: "0"},
+			{name: "x509 scraper, /configz", cert: &scraperCert, method: "GET", path: "/configz"},
+			{name: "x509 scraper, /flagz", cert: &scraperCert, method: "GET", path: "/flagz"},
+			{name: "x509 scraper, /statusz", cert: &scraperCert, method: "GET", path: "/statusz"},
+			{name: "x509 scraper, /metrics/slis", cert: &scraperCert, method: "GET", path: "/metrics/slis"},
+			{name: "unbound ServiceAccount's token, /configz", token: strangerToken, method: "GET", path: "/configz"},
 		}
 		want := []string{"200", "403", "401", "200", "403", "401", "403", "200 ok", "200", "403",
-			"200 successfully set klog.logging.verbosity to 0\n"}
+			"200 successfully set klog.logging.verbosity to 0\n", "200", "200", "200", "200", "403"}
 
 		args := []string{"--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
 			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
