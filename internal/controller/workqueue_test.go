@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -128,7 +129,8 @@ var upstreamWorkqueueFamilies = []string{
 // workqueue_adds_total has a series for each upstream queue they stand for and for each of
 // kcm's own queues they run, and none with a name that is neither upstream's nor one of kcm's
 // own queues; and that every workqueue_* family is served with upstream's one label, name
-// (controller-runtime's queue metrics add controller, and priority on depth).
+// (controller-runtime's queue metrics add controller, and priority on depth). On the same
+// manager, the shared cache's informers report informer_* as upstream's shared informers do.
 func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 	env, err := testenv.StartAPIServer()
 	if err != nil {
@@ -199,6 +201,39 @@ func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 		}
 		if served != 1 {
 			t.Errorf("%s is served %d times, want once", name, served)
+		}
+	}
+	t.Run("informer families", func(t *testing.T) { checkInformerFamilies(t) })
+}
+
+// checkInformerFamilies: the shared cache's Pod informer (every default manager has one) is
+// in each of client-go's informer_* families as upstream's shared informer factory reports
+// its own: name "kube-controller-manager", the group, version and resource, and no other
+// label.
+func checkInformerFamilies(t *testing.T) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]string{"group": "", "name": "kube-controller-manager", "resource": "pods", "version": "v1"}
+	for _, name := range []string{"informer_queued_items", "informer_processing_latency_seconds", "informer_store_resource_version"} {
+		var found bool
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if maps.Equal(labels, pods) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s has no series %v", name, pods)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/procmetrics"
 )
 
 // What kcm's own identity (kubeadm's user system:kube-controller-manager, or the ServiceAccount
@@ -145,12 +146,18 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 		HealthProbeBindAddress: "0",
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 	}
+	informers := informerNames{procmetrics.NewInformerNames(mo.Scheme)}
+	mo.Cache.NewInformer = informers.NewInformer
 	for _, m := range mutate {
 		m(&mo)
 	}
 	mgr, err := ctrlmanager.New(cfg, mo)
 	if err != nil {
+		informers.Release()
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.Add(informers); err != nil {
+		return nil, err
 	}
 	recorders.set(mgr)
 	return &healthManager{Manager: mgr, health: health, serving: serving}, nil
