@@ -71,9 +71,14 @@ func (g *Gates) EffectiveVersion() compatibility.EffectiveVersion {
 	return g.registry.EffectiveVersionFor(compatibility.DefaultKubeComponent)
 }
 
-// AddMetrics records kubernetes_feature_enabled{name,stage} for every gate in component-base's
-// legacy registry, as upstream's kube-controller-manager does once at startup.
-func (g *Gates) AddMetrics() { g.gate.AddMetrics() }
+// AddMetrics records kubernetes_feature_enabled{name,stage} for every gate and
+// version_info{component,binary,emulation,min_compat} in component-base's legacy registry, as
+// upstream's kube-controller-manager does once at startup (the gate's AddMetrics, then the
+// ComponentGlobalsRegistry's).
+func (g *Gates) AddMetrics() {
+	g.gate.AddMetrics()
+	g.registry.AddMetrics()
+}
 
 // ExplicitlySet lists, sorted, the gates --feature-gates names (AllAlpha and AllBeta aside).
 func (g *Gates) ExplicitlySet() []featuregate.Feature {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	_ "sigs.k8s.io/controller-runtime/pkg/metrics" // sets client-go's hooks too: linked, as in kcm
 
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/procmetrics"
 	kcmversion "github.com/kcm/kcm/internal/version"
 )
@@ -194,5 +195,20 @@ func TestLeaderElectionMetrics(t *testing.T) {
 	got, n := series(t, "leader_election_master_status", map[string]string{"name": "procmetrics-test"})
 	if n != 1 || len(got) != 1 || got[0].GetGauge().GetValue() != 1 || !slices.Equal(labelNames(got[0]), []string{"name"}) {
 		t.Fatalf("leader_election_master_status: %d families, series %v; want one labelled [name] at 1", n, got)
+	}
+}
+
+// version_info, as upstream records it at startup (features.Gates.AddMetrics): upstream's
+// binary answers version_info{binary="1.37.1",component="kube",emulation="1.37",min_compat="1.36"}.
+func TestVersionInfo(t *testing.T) {
+	gates := features.New()
+	if err := gates.Set(); err != nil {
+		t.Fatal(err)
+	}
+	gates.AddMetrics()
+	want := map[string]string{"binary": "1.37.1", "component": "kube", "emulation": "1.37", "min_compat": "1.36"}
+	got, n := series(t, "version_info", want)
+	if n != 1 || len(got) != 1 || got[0].GetGauge().GetValue() != 1 || len(got[0].GetLabel()) != len(want) {
+		t.Fatalf("version_info: %d families, series %v; want one %v at 1", n, got, want)
 	}
 }
