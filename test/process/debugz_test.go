@@ -1,0 +1,226 @@
+//go:build linux
+
+package process_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/ptr"
+)
+
+var _ = Describe("The debug and status pages", func() {
+	It("answer /configz, /flagz, /statusz and /metrics/slis as upstream, behind authentication and authorization", func() {
+		token := debugzToken()
+		// A command line with flags /configz shows, some given by alias or as text kcm
+		// only accepts (60s, printed 1m0s), one split by upstream (the service ranges).
+		args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1",
+			"--leader-elect-resource-name=kcm-debugz", "--controllers=ttl,-bootstrapsigner",
+			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--concurrent-gc-syncs=7", "--node-monitor-grace-period=60s", "--kube-api-qps=50",
+			"--horizontal-pod-autoscaler-tolerance=0.2", "--cluster-name=debugz",
+			"--service-cluster-ip-range=10.96.0.0/12,fd00:10:96::/112", "--disabled-metrics=a_metric,b_metric"}
+		port := freePort()
+		p := startKCM("kcm", append(args, "--secure-port="+strconv.Itoa(port))...)
+		kcm := readPages(p, port, token)
+
+		Expect(kcm.codes).To(Equal(map[string]string{
+			"/configz":      "200 application/json",
+			"/flagz":        "200 text/plain; charset=utf-8",
+			"/statusz":      "200 text/plain; charset=utf-8",
+			"/metrics/slis": "200 text/plain; version=0.0.4; charset=utf-8; escaping=underscores",
+		}), "kcm: %s", p.State())
+		for _, path := range []string{"/configz", "/flagz", "/statusz", "/metrics/slis"} {
+			code, _, _ := debugzGet(port, "", path, "")
+			Expect(code).To(Equal(http.StatusForbidden), "%s without credentials: system:anonymous is not authorized", path)
+		}
+		generic := kcm.configz["kubecontrollermanager.config.k8s.io"].(map[string]any)["Generic"].(map[string]any)
+		Expect(generic["Controllers"]).To(Equal([]any{"ttl-controller", "-bootstrap-signer-controller"}), "aliases by canonical names")
+		Expect(kcm.flagz).To(HaveKeyWithValue("node-monitor-grace-period", "1m0s"))
+		Expect(kcm.statusz.BinaryVersion).NotTo(Equal("1.37.1"), "kcm's own version")
+		Expect(kcm.slis).To(ContainElement(`kubernetes_healthchecks_total{name="ttl-controller",status="success",type="healthz"}`),
+			"kcm's /healthz checks are counted")
+
+		bin := upstreamKCM()
+		if bin == "" {
+			Skip("upstream's kube-controller-manager is not built (make bench builds it): not compared with its answers")
+		}
+		upstreamPort := freePort()
+		u := startProcess("upstream", syscall.SIGKILL, bin, append(args, "--secure-port="+strconv.Itoa(upstreamPort))...)
+		up := readPages(u, upstreamPort, token)
+
+		Expect(kcm.codes).To(Equal(up.codes), "status codes and content types")
+		Expect(jsonLeafDiff(up.configz, kcm.configz)).To(BeEmpty(), "/configz, field by field")
+		// The ports differ, and so does every process's own version.
+		delete(up.flagz, "secure-port")
+		delete(kcm.flagz, "secure-port")
+		Expect(kcm.flagz).To(Equal(up.flagz), "/flagz")
+		upStatus, kcmStatus := up.statusz, kcm.statusz
+		upStatus.BinaryVersion, kcmStatus.BinaryVersion = "", ""
+		Expect(kcmStatus).To(Equal(upStatus), "/statusz")
+		Expect(kcm.slis).To(Equal(up.slis), "the healthcheck series of /metrics/slis")
+	})
+})
+
+// pages is what a process's debug and status pages answered.
+type pages struct {
+	// codes is each path's "<status> <content type>".
+	codes   map[string]string
+	configz map[string]any
+	flagz   map[string]string
+	statusz struct {
+		BinaryVersion    string   `json:"binaryVersion"`
+		EmulationVersion string   `json:"emulationVersion"`
+		Paths            []string `json:"paths"`
+	}
+	// slis are the healthcheck series of /metrics/slis (values left out), sorted.
+	slis []string
+}
+
+// readPages reads the pages of the process serving port with token, once its /healthz (which
+// /metrics/slis then counts) answers.
+func readPages(p *process, port int, token string) pages {
+	GinkgoHelper()
+	Eventually(func() (int, error) {
+		code, _, _, err := debugzRequest(port, token, "/healthz", "")
+		return code, err
+	}).WithTimeout(30*time.Second).Should(Equal(http.StatusOK), "%s: %s", p.name, p.State())
+	got := pages{codes: map[string]string{}}
+	for _, path := range []string{"/configz", "/flagz", "/statusz", "/metrics/slis"} {
+		code, ctype, _ := debugzGet(port, token, path, "")
+		got.codes[path] = fmt.Sprintf("%d %s", code, ctype)
+	}
+	_, _, body := debugzGet(port, token, "/configz", "")
+	Expect(json.Unmarshal([]byte(body), &got.configz)).To(Succeed(), "%s /configz: %s", p.name, body)
+	// Upstream lists the ignored resources in map order.
+	if gc, ok := got.configz["kubecontrollermanager.config.k8s.io"].(map[string]any)["GarbageCollectorController"].(map[string]any); ok {
+		if list, ok := gc["GCIgnoredResources"].([]any); ok {
+			sort.Slice(list, func(i, j int) bool { return fmt.Sprint(list[i]) < fmt.Sprint(list[j]) })
+		}
+	}
+
+	_, _, body = debugzGet(port, token, "/flagz", "application/json;g=config.k8s.io;v=v1beta1;as=Flagz")
+	var flagz struct {
+		Flags map[string]string `json:"flags"`
+	}
+	Expect(json.Unmarshal([]byte(body), &flagz)).To(Succeed(), "%s /flagz: %s", p.name, body)
+	got.flagz = flagz.Flags
+
+	_, _, body = debugzGet(port, token, "/statusz", "application/json;g=config.k8s.io;v=v1beta1;as=Statusz")
+	Expect(json.Unmarshal([]byte(body), &got.statusz)).To(Succeed(), "%s /statusz: %s", p.name, body)
+	_, err := version.Parse(got.statusz.BinaryVersion)
+	Expect(err).NotTo(HaveOccurred(), "%s's binary version", p.name)
+
+	_, _, body = debugzGet(port, token, "/metrics/slis", "")
+	got.slis = regexp.MustCompile(`(?m)^kubernetes_healthchecks?(_total)?\{[^}]*\}`).FindAllString(body, -1)
+	sort.Strings(got.slis)
+	return got
+}
+
+// jsonLeafDiff lists, sorted, the fields (dotted paths) whose values differ.
+func jsonLeafDiff(want, got any) []string {
+	var diffs []string
+	var walk func(prefix string, w, g any)
+	walk = func(prefix string, w, g any) {
+		wm, wok := w.(map[string]any)
+		gm, gok := g.(map[string]any)
+		if !wok || !gok {
+			if !reflect.DeepEqual(w, g) {
+				diffs = append(diffs, fmt.Sprintf("%s: upstream %v, kcm %v", prefix, w, g))
+			}
+			return
+		}
+		for k := range wm {
+			walk(prefix+"."+k, wm[k], gm[k])
+		}
+		for k := range gm {
+			if _, ok := wm[k]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s.%s: only kcm has it", prefix, k))
+			}
+		}
+	}
+	walk("", want, got)
+	sort.Strings(diffs)
+	return diffs
+}
+
+// debugzToken returns the token of a new ServiceAccount allowed to read the pages, as an
+// operator's ClusterRole would allow it.
+func debugzToken() string {
+	GinkgoHelper()
+	ctx := context.Background()
+	ns := newNamespace(env.Client)
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kcm-debugz-"},
+		Rules: []rbacv1.PolicyRule{{
+			NonResourceURLs: []string{"/configz", "/flagz", "/statusz", "/metrics/slis", "/healthz"},
+			Verbs:           []string{"get"},
+		}},
+	}
+	Expect(env.Client.Create(ctx, role)).To(Succeed())
+	DeferCleanup(env.Client.Delete, context.Background(), role)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "debugz-reader"}}
+	Expect(env.Client.Create(ctx, sa)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kcm-debugz-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+	}
+	Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	DeferCleanup(env.Client.Delete, context.Background(), binding)
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	Expect(env.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	return tr.Status.Token
+}
+
+// debugzGet sends GET path to the secure port on 127.0.0.1 (with the token and Accept header
+// when given) and returns the status, content type and body.
+func debugzGet(port int, token, path, accept string) (int, string, string) {
+	GinkgoHelper()
+	code, ctype, body, err := debugzRequest(port, token, path, accept)
+	Expect(err).NotTo(HaveOccurred(), "GET %s", path)
+	return code, ctype, body
+}
+
+// debugzRequest is debugzGet's request, its error returned.
+func debugzRequest(port int, token, path, accept string) (int, string, string, error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the port's certificate is self-signed
+	}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return 0, "", "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), strings.TrimSpace(string(body)), err
+}
