@@ -16,6 +16,7 @@
 package procmetrics
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -25,6 +26,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // rest_client_*, leader_election_*, informer_*, library queues' workqueue_*
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	"k8s.io/component-base/version"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kcmversion "github.com/kcm/kcm/internal/version"
 )
@@ -47,7 +49,7 @@ func init() {
 	legacyregistry.MustRegister(buildInfo)
 	buildInfo.WithLabelValues(info.Major, info.Minor, info.GitVersion, info.GitCommit, info.GitTreeState, info.BuildDate, info.GoVersion, info.Compiler, info.Platform).Set(1)
 	// running_managed_controllers, registered at startup as upstream's Run does; a
-	// controller reports itself through ControllerStarted.
+	// controller reports itself through RunningController.
 	controllersmetrics.Register()
 	// component-base's restclient package, imported above, is initialised by now: the hooks
 	// are its adapters unless another package set them earlier, which no later package can
@@ -60,12 +62,17 @@ func init() {
 // managerMetrics reports running_managed_controllers{manager="kube-controller-manager"}.
 var managerMetrics = controllersmetrics.NewControllerManagerMetrics("kube-controller-manager")
 
-// ControllerStarted and ControllerStopped set running_managed_controllers for name, as
-// upstream's controllers that report it (nodeipam) do while they run.
-func ControllerStarted(name string) { managerMetrics.ControllerStarted(name) }
-
-// ControllerStopped: see ControllerStarted.
-func ControllerStopped(name string) { managerMetrics.ControllerStopped(name) }
+// RunningController reports name in running_managed_controllers (1) while the Manager runs
+// its leader-elected controllers, and 0 once they stop, as upstream's controllers that report
+// it (nodeipam's RunWithMetrics) do for the time their Run lasts.
+func RunningController(name string) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		managerMetrics.ControllerStarted(name)
+		<-ctx.Done()
+		managerMetrics.ControllerStopped(name)
+		return nil
+	})
+}
 
 // UpstreamHooks reports an error unless client-go's request metrics are component-base's
 // adapters, as upstream's are: another package setting them first (controller-runtime's, if

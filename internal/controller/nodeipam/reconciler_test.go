@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/ttl"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var dualStack = []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16,fd00::/48",
@@ -109,6 +110,18 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		Expect(after["preset"]).To(Equal([]string{"10.244.200.0/24", "fd00:0:0:c8::/64"}))
 		Expect(after["a"]).To(Equal(got["a"]))
 		expectDistinctIn(after, "10.244.0.0/16", "fd00::/48")
+	})
+
+	It("reports itself in running_managed_controllers while it runs, as upstream's RunWithMetrics", func(ctx SpecContext) {
+		running := map[string]string{"name": "nodeipam", "manager": "kube-controller-manager"}
+		Expect(env.StartManager([]string{nodeipam.ControllerName}, dualStack...)).To(Succeed())
+		// Witness that the controller runs: it gives a node its CIDRs.
+		createNode(ctx, "running")
+		allocated(ctx, "running")
+		Expect(testenv.Sample("running_managed_controllers", running)).To(Equal(1.0))
+		Expect(testenv.LabelNames("running_managed_controllers")).To(Equal([]string{"manager", "name"}))
+		Expect(env.StopManager()).To(Succeed())
+		Expect(testenv.Sample("running_managed_controllers", running)).To(Equal(0.0))
 	})
 
 	It("re-uses a deleted node's CIDRs and reports an exhausted range with upstream's Event", func(ctx SpecContext) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/procmetrics"
 	"github.com/kcm/kcm/internal/setup"
 )
 
@@ -71,7 +72,11 @@ func Setup(ctx *setup.Context) error {
 	}
 	r := &Reconciler{Client: cl, Recorder: ctx.Recorder(eventSource), Config: cfg}
 	setup.Apply(ctx, r)
-	return r.SetupWithManager(ctx.Manager)
+	if err := r.SetupWithManager(ctx.Manager); err != nil {
+		return err
+	}
+	// running_managed_controllers{name="nodeipam"}, as upstream's RunWithMetrics reports it.
+	return ctx.Manager.Add(procmetrics.RunningController("nodeipam"))
 }
 
 // checkExistingNodes marks every node's CIDRs in an allocator of its own: the Reconciler
