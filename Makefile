@@ -85,6 +85,10 @@ upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts -features > $(CURDIR)/internal/features/zz_generated.features.go
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-configz -probe $(CURDIR)/internal/debugz/testdata/upstream-configz-probe.json > $(CURDIR)/internal/debugz/zz_generated.configz.go
 
+.PHONY: upstream-families
+upstream-families: ## Regenerate the list of metric families upstream kube-controller-manager registers (test/process checks kcm's /metrics against it).
+	cd $(K8S_TOOLS) && go run ./cmd/upstream-families > $(CURDIR)/test/process/testdata/upstream-families.txt
+
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build --build-arg KCM_VERSION=$(KCM_VERSION) -t $(IMG) .
