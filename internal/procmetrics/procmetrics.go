@@ -67,12 +67,19 @@ var managerMetrics = controllersmetrics.NewControllerManagerMetrics("kube-contro
 // it (nodeipam's RunWithMetrics) do for the time their Run lasts.
 func RunningController(name string) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
-		managerMetrics.ControllerStarted(name)
+		ControllerStarted(name)
 		<-ctx.Done()
-		managerMetrics.ControllerStopped(name)
+		ControllerStopped(name)
 		return nil
 	})
 }
+
+// ControllerStarted sets running_managed_controllers for name to 1 (RunningController does it
+// for the time the Manager runs its controllers).
+func ControllerStarted(name string) { managerMetrics.ControllerStarted(name) }
+
+// ControllerStopped sets running_managed_controllers for name to 0.
+func ControllerStopped(name string) { managerMetrics.ControllerStopped(name) }
 
 // UpstreamHooks reports an error unless client-go's request metrics are component-base's
 // adapters, as upstream's are: another package setting them first (controller-runtime's, if
