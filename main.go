@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kcm/kcm/internal/controller"
@@ -29,6 +31,10 @@ func main() {
 }
 
 func run(args []string) error {
+	// klog with its defaults until the flags are applied (the standard library's log goes
+	// through it too), flushed once more when run returns: main may exit right after.
+	logs.InitLogs()
+	defer logs.FlushLogs()
 	registry := controller.Registry()
 	opts := options.New(setup.FlagsRead(registry)...)
 	switch err := opts.Parse(args); {
@@ -43,13 +49,18 @@ func run(args []string) error {
 		fmt.Printf("kcm %s (kube-controller-manager v1.37.1 compatible)\n", version.Get())
 		return nil
 	}
+	// As soon as possible, as upstream: everything after logs as the flags say.
+	if err := logging.Apply(opts.Logs, opts.FeatureGates.Gate()); err != nil {
+		return err
+	}
+	// Every flag's value at -v=1 ("FLAG: --name=value"), as upstream prints them.
+	cliflag.PrintFlags(opts.FlagSet())
 	sel, err := setup.Select(registry, opts.Controllers)
 	if err != nil {
 		return err
 	}
 
-	logger := logging.New(opts.Verbosity, opts.LoggingFormat)
-	logging.Install(logger)
+	logger := ctrl.Log
 	logger.Info("Starting kcm", "version", version.Get())
 	// kubernetes_feature_enabled, once at startup as upstream.
 	opts.FeatureGates.AddMetrics()

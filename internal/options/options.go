@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json, as upstream's main registers it
 	cmoptions "k8s.io/controller-manager/options"
 
 	"github.com/kcm/kcm/internal/features"
@@ -46,9 +48,9 @@ type Options struct {
 	// RootCAFile is published as kube-root-ca.crt; empty means the CA of the kubeconfig.
 	RootCAFile string
 
-	// Verbosity is upstream's -v; LoggingFormat is "text" or "json".
-	Verbosity     int
-	LoggingFormat string
+	// Logs is upstream's logging configuration: -v, --vmodule, --logging-format,
+	// --log-flush-frequency and the --log-{text,json}-* options, applied by internal/logging.
+	Logs *logsapi.LoggingConfiguration
 	// Version is --version: "false", or anything else to print the version and quit.
 	Version string
 
@@ -79,7 +81,8 @@ type LeaderElection struct {
 // names the upstream flags some controller kcm has built reads (controller.Flags): the help
 // of every other accepted flag says kcm does not act on it yet.
 func New(readByControllers ...string) *Options {
-	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}, FeatureGates: features.New()}
+	o := &Options{Concurrency: map[string]*int32{}, accepted: map[string]bool{}, FeatureGates: features.New(),
+		Logs: logsapi.NewLoggingConfiguration()}
 	fs := pflag.NewFlagSet("kcm", pflag.ContinueOnError)
 	fs.SortFlags = true
 	// Like upstream, "--concurrent_rc_syncs" and "--concurrent-rc-syncs" are the same flag.
@@ -106,11 +109,11 @@ func New(readByControllers ...string) *Options {
 
 	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "If set, this root certificate authority will be included in the kube-root-ca.crt ConfigMap of every namespace.")
 
-	fs.IntVarP(&o.Verbosity, "v", "v", 0, "Number for the log level verbosity.")
 	fs.StringVar(&o.Version, "version", "false", "Print version information and quit.")
 	fs.Lookup("version").NoOptDefVal = "true"
 
-	fs.StringVar(&o.LoggingFormat, "logging-format", "text", `Sets the log format. Permitted formats: "json", "text".`)
+	// Upstream's logging flags, with upstream's help and defaults.
+	logsapi.AddFlags(o.Logs, fs)
 
 	// --feature-gates, --emulated-version and --min-compatibility-version, as upstream adds them.
 	o.FeatureGates.AddFlags(fs)
@@ -148,6 +151,11 @@ func (o *Options) Parse(args []string) error {
 	if errs := o.FeatureGates.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
+	// Then, as upstream validates its logging configuration first of the rest, against the
+	// gates just set, its errors also standing alone in upstream's words.
+	if errs := logsapi.Validate(o.Logs, o.FeatureGates.Gate(), nil); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
 	return o.Validate()
 }
 
@@ -177,9 +185,6 @@ func (o *Options) Validate() error {
 	}
 	for _, err := range o.validateServing() {
 		errs = append(errs, err.Error())
-	}
-	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
-		errs = append(errs, fmt.Sprintf("--logging-format=%q: permitted formats are \"json\" and \"text\"", o.LoggingFormat))
 	}
 	for name, n := range o.Concurrency {
 		if *n < 0 {

@@ -109,7 +109,7 @@ func TestParse(t *testing.T) {
 			return o.Workers(ConcurrentRCSyncs) == 9
 		}},
 		{name: "bare bool flag", args: []string{"--profiling", "--leader-elect"}, check: func(o *Options) bool { return o.LeaderElection.Enabled }},
-		{name: "-v", args: []string{"-v=4"}, check: func(o *Options) bool { return o.Verbosity == 4 }},
+		{name: "-v", args: []string{"-v=4"}, check: func(o *Options) bool { return o.Logs.Verbosity == 4 }},
 		{name: "qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
 		{name: "lock", args: []string{"--leader-elect-resource-lock=endpoints"}, wantErr: "only \"leases\""},
 		{name: "lease timings", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: "lease-duration"},

@@ -10,15 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/controller"
+	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
@@ -50,13 +53,23 @@ func DualStack(te *envtest.Environment) {
 	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/24,fd00:10:96::/108")
 }
 
+// testLogs shows the manager's logs as kcm -v=4 prints them (KCM_TEST_LOG), through main's
+// own logging.Apply; once per test binary, since klog takes one configuration per process.
+var testLogs = sync.OnceValue(func() error {
+	c := logsapi.NewLoggingConfiguration()
+	c.Verbosity = 4
+	return logging.Apply(c, features.New().Gate())
+})
+
 // StartAPIServer starts kube-apiserver and etcd only, configured by configure (e.g. DualStack).
 func StartAPIServer(configure ...func(*envtest.Environment)) (*Env, error) {
 	if err := ensureAssets(); err != nil {
 		return nil, err
 	}
 	if os.Getenv("KCM_TEST_LOG") != "" {
-		logging.Install(logging.New(4, "text"))
+		if err := testLogs(); err != nil {
+			return nil, fmt.Errorf("applying KCM_TEST_LOG's logging: %w", err)
+		}
 	}
 	te := &envtest.Environment{ControlPlaneStopTimeout: 30 * time.Second}
 	for _, c := range configure {

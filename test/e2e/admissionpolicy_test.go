@@ -66,8 +66,8 @@ var _ = Describe("storageversion-garbage-collector-controller", func() {
 	It("is left out under kubeadm's arguments, its feature gate off, as upstream says", func() {
 		Expect(controllersSetUp(kcm.LogPath)).To(And(
 			ContainElement("validatingadmissionpolicy-status-controller"), Not(ContainElement(name))))
-		Expect(logLines(kcm.LogPath, "\tController is disabled by a feature gate\t")).To(ContainElement(
-			ContainSubstring(`{"controller": "` + name + `", "requiredFeatureGates": ["APIServerIdentity","StorageVersionAPI"]}`)))
+		Expect(logMessages(kcm.LogPath, "Controller is disabled by a feature gate")).To(ContainElement(
+			disabledByGates(name, "APIServerIdentity", "StorageVersionAPI")))
 	})
 
 	It("runs with the gate on in kcm alone and waits, without exiting, for an API server serving StorageVersions", func(ctx SpecContext) {

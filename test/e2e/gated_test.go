@@ -39,9 +39,9 @@ var _ = Describe("gated workload controllers", Serial, func() {
 		// controllers include resourceclaim-controller (DynamicResourceAllocation is on).
 		Eventually(ctx, func() []string { return controllersSetUp(kcm.LogPath) }).WithTimeout(time.Minute).Should(And(
 			ContainElement("resourceclaim-controller"), Not(ContainElement(podGroupProtection)), Not(ContainElement(poolStatus))))
-		disabled := logLines(kcm.LogPath, "\tController is disabled by a feature gate\t")
-		Expect(disabled).To(ContainElement(ContainSubstring(`{"controller": "` + podGroupProtection + `", "requiredFeatureGates": ["GenericWorkload"]}`)))
-		Expect(disabled).To(ContainElement(ContainSubstring(`{"controller": "` + poolStatus + `", "requiredFeatureGates": ["DRAResourcePoolStatus"]}`)))
+		disabled := logMessages(kcm.LogPath, "Controller is disabled by a feature gate")
+		Expect(disabled).To(ContainElement(disabledByGates(podGroupProtection, "GenericWorkload")))
+		Expect(disabled).To(ContainElement(disabledByGates(poolStatus, "DRAResourcePoolStatus")))
 	})
 
 	It("run under kubeadm's identity with --feature-gates="+gates, func(ctx SpecContext) {

@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/test/cluster"
 )
 
 const pauseImage = "registry.k8s.io/pause:3.10"
@@ -172,20 +173,33 @@ func freePort() int {
 // log at path holds every kcm process of the run, in order), or nil before there is one.
 func controllersSetUp(path string) []string {
 	GinkgoHelper()
-	data, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	var last string
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, "\tControllers set up\t") {
-			last = l
-		}
-	}
-	if last == "" {
+	lines := logMessages(path, "Controllers set up")
+	if len(lines) == 0 {
 		return nil
 	}
-	var fields struct{ Controllers []string }
-	Expect(json.Unmarshal([]byte(last[strings.Index(last, "{"):]), &fields)).To(Succeed(), "log line %q", last)
-	return fields.Controllers
+	return lines[len(lines)-1].Strings("controllers")
+}
+
+// logMessages returns the lines of the log at path (klog's text format) whose message is msg.
+func logMessages(path, msg string) []cluster.LogLine {
+	GinkgoHelper()
+	var lines []cluster.LogLine
+	for _, line := range logLines(path, `] "`+msg+`"`) {
+		if l, ok := cluster.ParseLogLine(line); ok && l.Message == msg {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// disabledByGates matches kcm's "Controller is disabled by a feature gate" line for controller,
+// naming gates, in order, as the ones it requires.
+func disabledByGates(controller string, gates ...string) OmegaMatcher {
+	required := make([]any, 0, len(gates))
+	for _, g := range gates {
+		required = append(required, g)
+	}
+	return HaveField("Fields", And(HaveKeyWithValue("controller", controller), HaveKeyWithValue("requiredFeatureGates", Equal(required))))
 }
 
 // restartKCM stops the suite's kcm (it releases the Lease) and starts it again with

@@ -9,8 +9,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/test/cluster"
 )
 
 const (
@@ -134,29 +133,21 @@ func writeRSAKey(file string) {
 	writeKey(file, key)
 }
 
-// logField decodes the key-value pairs of a console-encoded log line (the JSON object after
-// the message) and returns the string list under key.
+// logField returns the value under key of a kcm log line in klog's text format (a list's
+// items, or a single value as one).
 func logField(line, key string) []string {
 	GinkgoHelper()
-	i := strings.Index(line, "{")
-	Expect(i).NotTo(BeNumerically("<", 0), "no key-value pairs in log line %q", line)
-	var fields map[string]any
-	Expect(json.Unmarshal([]byte(line[i:]), &fields)).To(Succeed(), "log line %q", line)
-	var values []string
-	if list, ok := fields[key].([]any); ok {
-		for _, v := range list {
-			values = append(values, fmt.Sprint(v))
-		}
-	}
-	return values
+	l, ok := cluster.ParseLogLine(line)
+	Expect(ok).To(BeTrue(), "not a structured klog line: %q", line)
+	return l.Strings(key)
 }
 
 // workersStarted returns a function counting the controller's "Starting workers" log lines.
 func workersStarted(p *process, name string) func() int {
 	return func() int {
 		n := 0
-		for _, l := range p.Lines("Starting workers") {
-			if strings.Contains(l, `"controller": "`+name+`"`) {
+		for _, line := range p.Lines(`"Starting workers"`) {
+			if l, ok := cluster.ParseLogLine(line); ok && l.Message == "Starting workers" && l.Fields["controller"] == name {
 				n++
 			}
 		}
