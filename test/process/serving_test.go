@@ -153,6 +153,30 @@ var _ = Describe("The secure port", func() {
 		Expect(answers(u, upstreamPort)).To(Equal(got), "upstream: %s", u.State())
 	})
 
+	It("raises the verbosity at runtime through PUT /debug/flags/v", func() {
+		dir := GinkgoT().TempDir()
+		ca := newTestCA()
+		caFile := filepath.Join(dir, "client-ca.crt")
+		Expect(os.WriteFile(caFile, ca.pem, 0o600)).To(Succeed())
+		// system:masters passes authorization without a SubjectAccessReview (upstream's
+		// always-allowed group).
+		admin := ca.clientCert("verbosity-admin", "system:masters")
+
+		port := freePort()
+		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
+			"--secure-port="+strconv.Itoa(port), "--client-ca-file="+caFile)
+		Eventually(func() (string, error) { return answer(port, nil, "", "GET", "/healthz", "") }).
+			WithTimeout(30*time.Second).Should(Equal("200 ok"), "kcm: %s", p.State())
+		// k8s.io/apiserver's authorization filter logs each refusal at -v=4.
+		refusals := func() int { return strings.Count(p.Output(), `"Forbidden" URI="/metrics"`) }
+
+		Expect(answer(port, nil, "", "GET", "/metrics", "")).To(HavePrefix("403 "), "refused at -v=0")
+		Expect(refusals()).To(BeZero(), "kcm: %s", p.State())
+		Expect(answer(port, &admin, "", "PUT", "/debug/flags/v", "4")).To(Equal("200 successfully set klog.logging.verbosity to 4\n"))
+		Expect(answer(port, nil, "", "GET", "/metrics", "")).To(HavePrefix("403 "), "refused at -v=4")
+		Eventually(refusals).WithTimeout(10*time.Second).Should(Equal(1), "kcm: %s", p.State())
+	})
+
 	It("refuses handshakes below --tls-min-version, and serves no profiles with --profiling=false", func() {
 		port := freePort()
 		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
