@@ -37,18 +37,7 @@ func init() {
 func securePortHandler(t *testing.T, pages func(*mux.PathRecorderMux), args ...string) http.Handler {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "") // never the in-cluster configuration
-	opts := options.New()
-	if err := opts.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	// The options listen as they are applied: on a port of the test's, closed after it.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	opts.SecureServing.Listener = l
-	s, err := newSecureServing(opts)
+	s, err := newSecureServing(listeningOptions(t, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +45,23 @@ func securePortHandler(t *testing.T, pages func(*mux.PathRecorderMux), args ...s
 		t.Fatal("no secure port on a listener")
 	}
 	return s.handler(newHealth(apihealthz.NamedCheck("deployment-controller", func(*http.Request) error { return nil })), pages)
+}
+
+// listeningOptions parses args; the secure port listens on a port of the test's, closed after
+// it (the options listen as they are applied, as upstream's).
+func listeningOptions(t *testing.T, args ...string) *options.Options {
+	t.Helper()
+	opts := options.New()
+	if err := opts.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	opts.SecureServing.Listener = l
+	return opts
 }
 
 func get(t *testing.T, h http.Handler, method, path string) (int, string) {
@@ -124,16 +130,7 @@ func TestNoSecurePort(t *testing.T) {
 }
 
 func TestCertificateWithoutKeyFailsStart(t *testing.T) {
-	opts := options.New()
-	if err := opts.Parse([]string{"--tls-cert-file=" + t.TempDir() + "/tls.crt"}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	opts.SecureServing.Listener = l
+	opts := listeningOptions(t, "--tls-cert-file="+t.TempDir()+"/tls.crt")
 	if _, err := newSecureServing(opts); err == nil {
 		t.Error("--tls-cert-file without --tls-private-key-file: served; want a startup error, as upstream")
 	} else {
