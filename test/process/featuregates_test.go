@@ -58,6 +58,18 @@ func kcmError(args ...string) string {
 	return msg
 }
 
+// rejectedAsUpstream checks that kcm refuses args with want, upstream's message, and that
+// upstream's binary (when built) still says exactly that.
+func rejectedAsUpstream(want string, args ...string) {
+	GinkgoHelper()
+	if bin := upstreamKCM(); bin != "" {
+		Expect(upstreamError(bin, args...)).To(Equal(want), "upstream's message has changed")
+	} else {
+		By("upstream's kube-controller-manager is not built: comparing with its recorded message")
+	}
+	Expect(kcmError(args...)).To(Equal(want))
+}
+
 // gateHelp returns the feature gates a --help lists ("kube:X=true|false (BETA - default=true)"),
 // sorted: every gate not yet GA, with its stage and default at the emulated version.
 func gateHelp(bin string) []string {
@@ -71,14 +83,7 @@ func gateHelp(bin string) []string {
 
 var _ = Describe("--feature-gates", func() {
 	DescribeTable("is rejected with upstream's message",
-		func(want string, args ...string) {
-			if bin := upstreamKCM(); bin != "" {
-				Expect(upstreamError(bin, args...)).To(Equal(want), "upstream's message has changed")
-			} else {
-				By("upstream's kube-controller-manager is not built: comparing with its recorded message")
-			}
-			Expect(kcmError(args...)).To(Equal(want))
-		},
+		rejectedAsUpstream,
 		Entry("an unknown gate", "unrecognized feature gate: Nope", "--feature-gates=Nope=true"),
 		Entry("an unknown gate with the kube: prefix", "unrecognized feature gate: Nope", "--feature-gates=kube:Nope=true"),
 		Entry("a value that is not a bool",

@@ -88,14 +88,7 @@ var _ = Describe("Logs", func() {
 	})
 
 	DescribeTable("refuse bad logging flags with upstream's message",
-		func(want string, args ...string) {
-			if bin := upstreamKCM(); bin != "" {
-				Expect(upstreamError(bin, args...)).To(Equal(want), "upstream's message has changed")
-			} else {
-				By("upstream's kube-controller-manager is not built: comparing with its recorded message")
-			}
-			Expect(kcmError(args...)).To(Equal(want))
-		},
+		rejectedAsUpstream,
 		Entry("an unknown format", `format: Invalid value: "bogus": Unsupported log format`, "--logging-format=bogus"),
 		Entry("--vmodule with JSON", "vmodule: Forbidden: Only supported for text log format", "--logging-format=json", "--vmodule=a=2"),
 		Entry("no flush period", `flushFrequency: Invalid value: "0s": Must be greater than zero`, "--log-flush-frequency=0"),
