@@ -65,7 +65,12 @@ func Setup(ctx *setup.Context) error {
 		IgnoredResources: DefaultIgnoredResources(),
 	}
 	setup.Apply(ctx, r)
-	return r.SetupWithManager(ctx.Manager, workers)
+	if err := r.SetupWithManager(ctx.Manager, workers); err != nil {
+		return err
+	}
+	// Upstream's collector is Debuggable: its graph is served at DebugPath/graph.
+	ctx.DebugHandler(DebugPath, r.graph.debugHandler())
+	return nil
 }
 
 // op is what a request asks for.
