@@ -104,6 +104,11 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	recorders := &lateRecorders{}
 	var lock resourcelock.Interface
 	if le.Enabled {
+		// leader_election_* from now on, as upstream's process has them once its elector is
+		// made at startup.
+		if err := procmetrics.LeaderElection(le.ResourceName); err != nil {
+			return nil, err
+		}
 		// controller-runtime's own lock, observed by the watchdog.
 		inner, err := newResourceLock(leCfg, recorders, leaderelection.Options{
 			LeaderElection:             true,

@@ -176,37 +176,29 @@ func init() {
 	for _, c := range linkedFamilies {
 		legacyregistry.MustRegister(c)
 	}
-	if err := registerLeaderElection(); err != nil {
-		panic(err)
-	}
 }
 
-// leaderElectionName is the lease upstream's elector is named after (its
-// --leader-elect-resource-name default, kcm's too).
-const leaderElectionName = "kube-controller-manager"
-
-// registerLeaderElection registers leader_election_master_status and
-// leader_election_slowpath_total as upstream's process has them from startup.
+// LeaderElection registers leader_election_master_status and leader_election_slowpath_total
+// as upstream's process has them once its elector is made, which upstream does at startup
+// with --leader-elect (and never without it): manager.New calls it then, with the lease name.
 //
 // component-base's leader-election provider (linked through procmetrics.go's clientgo import)
-// registers both in legacyregistry the first time client-go makes an elector's metric, which
-// upstream's leaderElectAndRun does before anything is served (--leader-elect is on by
-// default). kcm's elector is controller-runtime's, made only once the Manager starts and
-// never with --leader-elect=false, so the slow-path counter (a vector that has no series until
-// an elector takes its slow path) would not be registered before then. An elector that is
-// never run makes client-go ask the provider now; the families are the provider's own, so
-// kcm's real elector reports into them. Constructing it sets master_status{name=
-// "kube-controller-manager"} to 0, as upstream's elector does when it is made; kcm's elector,
-// under the default lease name, sets the same series to 1 once it leads.
+// registers both in legacyregistry the first time client-go makes an elector's metric. kcm's
+// elector is controller-runtime's, made only once the Manager starts, so the slow-path counter
+// (a vector that has no series until an elector takes its slow path) would not be registered
+// before then. An elector that is never run makes client-go ask the provider now; the
+// families are the provider's own, so kcm's real elector reports into them. Constructing it
+// sets master_status{name} to 0, as upstream's elector does when it is made; kcm's elector,
+// under the same lease name, sets the series to 1 once it leads.
 //
 // It also checks that the provider is component-base's: were another package's provider set
 // first (controller-runtime's, if the initialisation order changed), leader_election_* would
 // go to another registry and the slow-path family would be missing from legacyregistry.
-func registerLeaderElection() error {
+func LeaderElection(name string) error {
 	// The lock is never taken: the constructor only asks it for an identity.
 	lock := &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "kcm"}}
 	if _, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: leaderElectionName,
+		Lock: lock, Name: name,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
 	}); err != nil {

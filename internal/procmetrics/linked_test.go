@@ -161,22 +161,26 @@ func TestCELFamiliesLinked(t *testing.T) {
 	}
 }
 
-// slowpathAtInit is what legacyregistry answers, once kcm's packages are initialised and
-// before any test makes an elector, to registering component-base's slow-path family again.
-var slowpathAtInit = legacyregistry.Register(k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
-	Name:           "leader_election_slowpath_total",
-	StabilityLevel: k8smetrics.ALPHA,
-	Help:           "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
-}, []string{"name"}))
-
-// leader_election_slowpath_total is component-base's, registered before any elector runs (as
-// upstream's is from startup) and counted by client-go's elector when a renewal falls back to
-// its slow path: here the optimistic update of the lease fails once.
+// leader_election_slowpath_total is component-base's, registered by LeaderElection before any
+// elector runs (as upstream's is from startup) and counted by client-go's elector when a
+// renewal falls back to its slow path: here the optimistic update of the lease fails once.
 func TestLeaderElectionSlowpath(t *testing.T) {
 	const name = "procmetrics-slowpath"
+	if err := procmetrics.LeaderElection(name); err != nil {
+		t.Fatal(err)
+	}
+	again := legacyregistry.Register(k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Name:           "leader_election_slowpath_total",
+		StabilityLevel: k8smetrics.ALPHA,
+		Help:           "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+	}, []string{"name"}))
 	var already prometheus.AlreadyRegisteredError
-	if !errors.As(slowpathAtInit, &already) {
-		t.Errorf("leader_election_slowpath_total was not registered at initialisation: registering it again answered %v", slowpathAtInit)
+	if !errors.As(again, &already) {
+		t.Errorf("leader_election_slowpath_total was not registered by LeaderElection: registering it again answered %v", again)
+	}
+	// Made, not running: upstream's elector reports itself a backup from its construction.
+	if got, _ := series(t, "leader_election_master_status", map[string]string{"name": name}); len(got) != 1 || got[0].GetGauge().GetValue() != 0 {
+		t.Errorf("leader_election_master_status{name=%q} = %v; want one series at 0", name, got)
 	}
 	cs := fake.NewClientset()
 	var (

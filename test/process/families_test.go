@@ -733,7 +733,8 @@ func kcmRegistry() map[string]upstreamFamily {
 	registry := controller.Registry()
 	opts := options.New(setup.FlagsRead(registry)...)
 	Expect(opts.Parse([]string{
-		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=true",
+		// kubeadm's --leader-elect: the elector's families are registered once it is made.
+		"--leader-elect=true", "--secure-port=0", "--use-service-account-credentials=true",
 		"--controllers=*,bootstrapsigner,tokencleaner,selinux-warning-controller",
 		"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16",
 		"--feature-gates=DRAResourcePoolStatus=true",
