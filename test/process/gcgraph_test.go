@@ -103,6 +103,44 @@ var _ = Describe("The garbage collector's graph", func() {
 	})
 })
 
+var _ = Describe("The garbage collector's graph on a standby replica", func() {
+	It("is not found until the replica leads, as upstream's", func() {
+		token := pagesToken("/debug/controllers/*", "/healthz")
+		lease := uniqueLeaseName()
+		args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=true", "--leader-elect-resource-name=" + lease,
+			"--bind-address=127.0.0.1", "--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig, "--controllers=garbagecollector"}
+		leaderPort := freePort()
+		leader := startKCM("kcm-leader", append(args, "--secure-port="+strconv.Itoa(leaderPort))...)
+		Eventually(leader.Count("Successfully acquired lease")).Should(Equal(1), "kcm-leader: %s", leader.State())
+		Eventually(func(g Gomega) { readGCGraph(g, leaderPort, token, "") }).Should(Succeed(), "the leader serves its graph")
+
+		standbyPort := freePort()
+		standby := startKCM("kcm-standby", append(args, "--secure-port="+strconv.Itoa(standbyPort))...)
+		// A standby's secure port serves (/healthz answers) while it waits for the Lease.
+		Eventually(func() (int, error) {
+			code, _, _, err := debugzRequest(standbyPort, token, "/healthz", "")
+			return code, err
+		}).Should(Equal(http.StatusOK), "kcm-standby: %s", standby.State())
+		code, _, _ := debugzGet(standbyPort, token, gcGraphPath, "")
+		Expect(code).To(Equal(http.StatusNotFound), "a standby kcm serves a graph it does not build")
+		Expect(standby.Count("Successfully acquired lease")()).To(BeZero())
+
+		bin := upstreamKCM()
+		if bin == "" {
+			Skip("upstream's kube-controller-manager is not built (make bench builds it): not compared with its answers")
+		}
+		upstreamPort := freePort()
+		u := startProcess("upstream", syscall.SIGKILL, bin, append(args, "--secure-port="+strconv.Itoa(upstreamPort))...)
+		Eventually(func() (int, error) {
+			code, _, _, err := debugzRequest(upstreamPort, token, "/healthz", "")
+			return code, err
+		}).Should(Equal(http.StatusOK), "upstream: %s", u.State())
+		upCode, _, _ := debugzGet(upstreamPort, token, gcGraphPath, "")
+		Expect(upCode).To(Equal(code), "upstream's standby")
+	})
+})
+
 // dotGraph is a DOT answer parsed: each node's attributes by UID, and the edges "from -> to",
 // sorted.
 type dotGraph struct {
