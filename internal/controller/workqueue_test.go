@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -201,39 +200,6 @@ func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 		}
 		if served != 1 {
 			t.Errorf("%s is served %d times, want once", name, served)
-		}
-	}
-	t.Run("informer families", func(t *testing.T) { checkInformerFamilies(t) })
-}
-
-// checkInformerFamilies: the shared cache's Pod informer (every default manager has one) is
-// in each of client-go's informer_* families as upstream's shared informer factory reports
-// its own: name "kube-controller-manager", the group, version and resource, and no other
-// label.
-func checkInformerFamilies(t *testing.T) {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods := map[string]string{"group": "", "name": "kube-controller-manager", "resource": "pods", "version": "v1"}
-	for _, name := range []string{"informer_queued_items", "informer_processing_latency_seconds", "informer_store_resource_version"} {
-		var found bool
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if maps.Equal(labels, pods) {
-					found = true
-				}
-			}
-		}
-		if !found {
-			t.Errorf("%s has no series %v", name, pods)
 		}
 	}
 }
