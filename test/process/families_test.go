@@ -410,6 +410,19 @@ func scrapedLabelNames(f *dto.MetricFamily) []string {
 	return out
 }
 
+// kubeadmKubeconfig writes a kubeconfig of kubeadm's controller-manager.conf identity (the
+// user system:kube-controller-manager) and returns its path.
+func kubeadmKubeconfig() string {
+	GinkgoHelper()
+	user, err := env.Environment.AddUser(envtest.User{Name: testenv.KubeadmUser}, env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	conf, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), "controller-manager.conf")
+	Expect(os.WriteFile(path, conf, 0o600)).To(Succeed())
+	return path
+}
+
 // scrapeAfterWorkload starts binary as kubeadm starts kube-controller-manager (its identity,
 // its delegated authentication and authorization, its controllers), runs the small
 // workload, waits until the controllers have acted on each object, and returns one scrape
@@ -417,13 +430,7 @@ func scrapedLabelNames(f *dto.MetricFamily) []string {
 func scrapeAfterWorkload(binary, name string) map[string]*dto.MetricFamily {
 	GinkgoHelper()
 	ctx := context.Background()
-	dir := GinkgoT().TempDir()
-	user, err := env.Environment.AddUser(envtest.User{Name: testenv.KubeadmUser}, env.Config)
-	Expect(err).NotTo(HaveOccurred())
-	conf, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
-	controllerManagerConf := filepath.Join(dir, "controller-manager.conf")
-	Expect(os.WriteFile(controllerManagerConf, conf, 0o600)).To(Succeed())
+	controllerManagerConf := kubeadmKubeconfig()
 	certDir := env.Environment.ControlPlane.GetAPIServer().CertDir
 	port := freePort()
 	args := []string{

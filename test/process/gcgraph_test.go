@@ -54,8 +54,10 @@ var _ = Describe("The garbage collector's graph", func() {
 			query += "uid=" + string(o.GetUID()) + "&"
 		}
 
-		args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1",
-			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		// As kubeadm runs it: its identity, each controller with its own credentials.
+		conf := kubeadmKubeconfig()
+		args := []string{"--kubeconfig=" + conf, "--use-service-account-credentials=true", "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--authentication-kubeconfig=" + conf, "--authorization-kubeconfig=" + conf,
 			"--controllers=garbagecollector"}
 		port := freePort()
 		p := startKCM("kcm", append(args, "--secure-port="+strconv.Itoa(port))...)
@@ -107,9 +109,10 @@ var _ = Describe("The garbage collector's graph on a standby replica", func() {
 	It("is not found until the replica leads, as upstream's", func() {
 		token := pagesToken("/debug/controllers/*", "/healthz")
 		lease := uniqueLeaseName()
-		args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=true", "--leader-elect-resource-name=" + lease,
-			"--bind-address=127.0.0.1", "--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig, "--controllers=garbagecollector"}
+		conf := kubeadmKubeconfig()
+		args := []string{"--kubeconfig=" + conf, "--use-service-account-credentials=true", "--leader-elect=true",
+			"--leader-elect-resource-name=" + lease, "--bind-address=127.0.0.1", "--authentication-kubeconfig=" + conf,
+			"--authorization-kubeconfig=" + conf, "--controllers=garbagecollector"}
 		leaderPort := freePort()
 		leader := startKCM("kcm-leader", append(args, "--secure-port="+strconv.Itoa(leaderPort))...)
 		Eventually(leader.Count("Successfully acquired lease")).Should(Equal(1), "kcm-leader: %s", leader.State())
