@@ -118,7 +118,7 @@ func New(readByControllers ...string) *Options {
 	// --feature-gates, --emulated-version and --min-compatibility-version, as upstream adds them.
 	o.FeatureGates.AddFlags(fs)
 
-	for _, f := range upstreamFlags {
+	for _, f := range append(append([]upstreamFlag{}, upstreamFlags...), cloudFlags...) {
 		// pflag answers -h/--help itself.
 		if f.Name == "help" || fs.Lookup(f.Name) != nil {
 			continue

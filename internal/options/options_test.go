@@ -29,10 +29,11 @@ func TestEveryUpstreamFlagIsAcceptedWithUpstreamDefault(t *testing.T) {
 	}
 }
 
-// kcm adds no flag of its own: it is a drop-in.
+// kcm adds no flag of its own: it is a drop-in. Beside kube-controller-manager's flags it has
+// only cloud-controller-manager's for the cloud loops it also runs.
 func TestNoFlagBeyondUpstream(t *testing.T) {
 	upstream := map[string]bool{}
-	for _, f := range upstreamFlags {
+	for _, f := range append(append([]upstreamFlag{}, upstreamFlags...), cloudFlags...) {
 		upstream[f.Name] = true
 	}
 	o := New()
@@ -179,7 +180,7 @@ func TestAcceptedFlagsReadByControllers(t *testing.T) {
 func TestHandlesMatchTheirFlags(t *testing.T) {
 	o := New()
 	types := map[string]string{}
-	for _, h := range handles {
+	for _, h := range append(append([]Flag{}, handles...), cloudHandles...) {
 		var want string
 		switch h.(type) {
 		case BoolFlag:
