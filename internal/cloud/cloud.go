@@ -119,3 +119,11 @@ func (s stopper) Start(ctx context.Context) error {
 }
 
 func (stopper) NeedLeaderElection() bool { return false }
+
+// LoadBalancerClasser is implemented by a provider that serves, beside Services without a
+// spec.loadBalancerClass (the only ones upstream's service controller hands any provider),
+// the Services of one class of its own: kcm's pool provider. service-lb-controller leaves
+// every other class alone.
+type LoadBalancerClasser interface {
+	LoadBalancerClass() string
+}

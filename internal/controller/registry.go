@@ -7,6 +7,8 @@ package controller
 import (
 	"github.com/kcm/kcm/internal/controller/attachdetach"
 	"github.com/kcm/kcm/internal/controller/bootstrapsigner"
+	"github.com/kcm/kcm/internal/controller/cloudnode"
+	"github.com/kcm/kcm/internal/controller/cloudnodelifecycle"
 	"github.com/kcm/kcm/internal/controller/clusterroleaggregation"
 	"github.com/kcm/kcm/internal/controller/cronjob"
 	"github.com/kcm/kcm/internal/controller/csrapproving"
@@ -28,6 +30,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/namespace"
 	"github.com/kcm/kcm/internal/controller/nodeipam"
 	"github.com/kcm/kcm/internal/controller/nodelifecycle"
+	"github.com/kcm/kcm/internal/controller/noderoute"
 	"github.com/kcm/kcm/internal/controller/podautoscaler"
 	"github.com/kcm/kcm/internal/controller/podcertificaterequestcleaner"
 	"github.com/kcm/kcm/internal/controller/podgc"
@@ -44,6 +47,7 @@ import (
 	"github.com/kcm/kcm/internal/controller/serviceaccount"
 	"github.com/kcm/kcm/internal/controller/serviceaccounttoken"
 	"github.com/kcm/kcm/internal/controller/servicecidr"
+	"github.com/kcm/kcm/internal/controller/servicelb"
 	"github.com/kcm/kcm/internal/controller/statefulset"
 	"github.com/kcm/kcm/internal/controller/storageversiongc"
 	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
@@ -60,6 +64,10 @@ import (
 // (cmd/kube-controller-manager/app/controller_descriptor.go): kcm sets the enabled ones up in
 // this order. Controllers kcm has not built yet are named here with upstream's aliases,
 // default and feature gates, so that --controllers accepts them.
+//
+// After them come upstream cloud-controller-manager's four loops (k8s.io/cloud-provider
+// v0.37.1's names and aliases), which kcm runs in the same binary when --cloud-provider names
+// a provider compiled in (internal/cloud).
 func Registry() []setup.Descriptor {
 	return []setup.Descriptor{
 		serviceaccounttoken.Descriptor,
@@ -111,5 +119,10 @@ func Registry() []setup.Descriptor {
 		servicecidr.Descriptor,
 		storageversionmigrator.Descriptor,
 		selinuxwarning.Descriptor,
+		// cloud-controller-manager's loops, in its order (k8s.io/cloud-provider/app).
+		cloudnode.Descriptor,
+		cloudnodelifecycle.Descriptor,
+		servicelb.Descriptor,
+		noderoute.Descriptor,
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	ccmnames "k8s.io/cloud-provider/names"
+
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -30,6 +32,16 @@ storage-version-migrator-controller storageversion-garbage-collector-controller 
 token-cleaner-controller ttl-after-finished-controller ttl-controller
 validatingadmissionpolicy-status-controller volumeattributesclass-protection-controller`)
 
+// cloud-controller-manager's loops (k8s.io/cloud-provider/names), which kcm also runs: upstream's
+// names and aliases.
+func cloudControllerNames() (names []string, aliases map[string]string) {
+	aliases = ccmnames.CCMControllerAliases()
+	for _, n := range aliases {
+		names = append(names, n)
+	}
+	return names, aliases
+}
+
 func TestRegistryHasEveryUpstreamController(t *testing.T) {
 	valid := regexp.MustCompile(`^[a-z]([-a-z]*[a-z])?-controller$`)
 	seen := map[string]bool{}
@@ -48,9 +60,18 @@ func TestRegistryHasEveryUpstreamController(t *testing.T) {
 	for _, d := range Registry() {
 		names = append(names, d.Name)
 	}
+	want, aliases := cloudControllerNames()
+	want = append(want, upstreamNames...)
 	slices.Sort(names)
-	if !slices.Equal(names, upstreamNames) {
-		t.Errorf("registry names differ from upstream v1.37.1:\n got %v\nwant %v", names, upstreamNames)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("registry names differ from upstream v1.37.1's and cloud-controller-manager's:\n got %v\nwant %v", names, want)
+	}
+	for alias, name := range aliases {
+		sel, err := setup.Select(Registry(), []string{alias})
+		if err != nil || len(sel.Enabled) != 1 || sel.Enabled[0].Name != name {
+			t.Errorf("alias %q does not name %s as cloud-controller-manager's does", alias, name)
+		}
 	}
 }
 

@@ -1,0 +1,11 @@
+package noderoute
+
+import "github.com/kcm/kcm/internal/setup"
+
+// Descriptor is node-route-controller (cloud-controller-manager's loop, k8s.io/cloud-provider v0.37.1) as
+// kcm's registry knows it. Being built (issue 22).
+var Descriptor = setup.Descriptor{
+	Name:       "node-route-controller",
+	Aliases:    []string{"route"},
+	ClientName: "route-controller",
+}
