@@ -106,7 +106,9 @@ func TestNeedsUpdate(t *testing.T) {
 		{"UID", func(s *corev1.Service) { s.UID = "u2" }, true},
 		{"external traffic policy", func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }, true},
 		{"health check node port", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 32000 }, true},
-		{"IP families", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} }, true},
+		{"IP families", func(s *corev1.Service) {
+			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		}, true},
 	}
 	for _, c := range cases {
 		cur := lbService(c.mod)

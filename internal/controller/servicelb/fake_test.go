@@ -57,7 +57,7 @@ func init() {
 }
 
 func (c *lbCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c, true }
-func (c *lbCloud) LoadBalancerClass() string                         { return fakeClass }
+func (c *lbCloud) LoadBalancerClass() string                        { return fakeClass }
 
 func (c *lbCloud) record(op, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
 	key := svc.Namespace + "/" + svc.Name
