@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kcm/kcm/internal/cloud/pool"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -106,7 +107,7 @@ func newProvider(ctx *setup.Context, name, file string, allowUntagged bool) (clo
 }
 
 // PoolProviderName is the name kcm's own provider, internal/cloud/pool, registers.
-const PoolProviderName = "pool"
+const PoolProviderName = pool.ProviderName
 
 // stopper closes its channel when the manager stops, on every replica (not only the leader):
 // the provider's stop channel.
