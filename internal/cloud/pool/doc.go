@@ -4,14 +4,16 @@
 //
 // The pools are in ConfigMap kube-system/kcm-address-pools, key "pools":
 //
-//	- name: shared                  # required, unique
-//	  addresses:                    # CIDRs, first-last ranges or single addresses;
-//	  - 192.0.2.0/28                #   IPv4 and IPv6 mixed; every address of a CIDR is used
-//	  - 192.0.2.100-192.0.2.120
-//	  - 2001:db8::/120
-//	- name: team-a
-//	  addresses: [198.51.100.10-198.51.100.19]
-//	  namespaces: [team-a]          # absent or empty: every namespace
+//	data:
+//	  pools: |
+//	    - name: shared                # required, unique
+//	      addresses:                  # CIDRs, first-last ranges or single addresses;
+//	      - 192.0.2.0/28              # IPv4 and IPv6 mixed; every address of a CIDR is used
+//	      - 192.0.2.100-192.0.2.120
+//	      - 2001:db8::/120
+//	    - name: team-a
+//	      addresses: [198.51.100.10-198.51.100.19]
+//	      namespaces: [team-a]        # absent or empty: every namespace
 //
 // --cloud-config, optional, is YAML with two optional keys: configMap (another ConfigMap name
 // in kube-system) and loadBalancerClass (the class served besides class-less Services,
