@@ -26,3 +26,13 @@ const (
 
 var cloudHandles = []Flag{ConcurrentServiceSyncs, ConcurrentNodeSyncs, ConcurrentNodeStatusUpdates,
 	ConcurrentNodeLifecycleSyncs, NodeStatusUpdateFrequency}
+
+// CloudFlagNames are the names of the cloud-controller-manager flags kcm has beside
+// kube-controller-manager's (a comparison with upstream's kube-controller-manager leaves them out).
+func CloudFlagNames() []string {
+	names := make([]string, len(cloudFlags))
+	for i, f := range cloudFlags {
+		names[i] = f.Name
+	}
+	return names
+}

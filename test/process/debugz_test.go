@@ -19,6 +19,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kcm/kcm/internal/options"
 )
 
 var _ = Describe("The debug and status pages", func() {
@@ -26,12 +28,13 @@ var _ = Describe("The debug and status pages", func() {
 		token := pagesToken("/configz", "/flagz", "/statusz", "/metrics/slis", "/healthz")
 		// A command line with flags /configz shows, some given by alias or as text kcm
 		// only accepts (60s, printed 1m0s), one split by upstream (the service ranges).
-		args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1",
+		conf, connection := kubeadmConnection()
+		args := append(connection, "--leader-elect=false", "--bind-address=127.0.0.1",
 			"--leader-elect-resource-name=kcm-debugz", "--controllers=ttl,-bootstrapsigner",
-			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig="+conf, "--authorization-kubeconfig="+conf,
 			"--concurrent-gc-syncs=7", "--node-monitor-grace-period=60s", "--kube-api-qps=50",
 			"--horizontal-pod-autoscaler-tolerance=0.2", "--cluster-name=debugz",
-			"--service-cluster-ip-range=10.96.0.0/12,fd00:10:96::/112", "--disabled-metrics=a_metric,b_metric"}
+			"--service-cluster-ip-range=10.96.0.0/12,fd00:10:96::/112", "--disabled-metrics=a_metric,b_metric")
 		port := freePort()
 		p := startKCM("kcm", append(args, "--secure-port="+strconv.Itoa(port))...)
 		kcm := readPages(p, port, token)
@@ -66,6 +69,11 @@ var _ = Describe("The debug and status pages", func() {
 		// The ports differ, and so does every process's own version.
 		delete(up.flagz, "secure-port")
 		delete(kcm.flagz, "secure-port")
+		// kcm also has cloud-controller-manager's flags for the cloud loops it runs.
+		for _, name := range options.CloudFlagNames() {
+			Expect(kcm.flagz).To(HaveKey(name))
+			delete(kcm.flagz, name)
+		}
 		Expect(kcm.flagz).To(Equal(up.flagz), "/flagz")
 		upStatus, kcmStatus := up.statusz, kcm.statusz
 		upStatus.BinaryVersion, kcmStatus.BinaryVersion = "", ""

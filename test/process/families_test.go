@@ -423,6 +423,16 @@ func kubeadmKubeconfig() string {
 	return path
 }
 
+// kubeadmConnection is how kubeadm connects kube-controller-manager: controller-manager.conf's
+// identity, and each controller as its own ServiceAccount. For specs that do not take the real
+// Lease: system:kube-controller-manager may renew only the Lease named kube-controller-manager,
+// so specs that elect a leader under a Lease name of their own keep the administrator.
+func kubeadmConnection() (conf string, args []string) {
+	GinkgoHelper()
+	conf = kubeadmKubeconfig()
+	return conf, []string{"--kubeconfig=" + conf, "--use-service-account-credentials=true"}
+}
+
 // scrapeAfterWorkload starts binary as kubeadm starts kube-controller-manager (its identity,
 // its delegated authentication and authorization, its controllers), runs the small
 // workload, waits until the controllers have acted on each object, and returns one scrape

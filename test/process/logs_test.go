@@ -20,8 +20,13 @@ import (
 // kcm logs through k8s.io/component-base/logs as upstream does: klog's text format by default,
 // -v and --vmodule reaching client-go and controller-runtime alike, --logging-format=json.
 var _ = Describe("Logs", func() {
-	// One controller, whose Namespace and ServiceAccount caches and writes are enough to log.
-	saOnly := []string{"--leader-elect=false", "--controllers=serviceaccount-controller"}
+	// One controller, whose Namespace and ServiceAccount caches and writes are enough to log,
+	// connected as kubeadm connects kube-controller-manager.
+	var saOnly []string
+	BeforeEach(func() {
+		_, connection := kubeadmConnection()
+		saOnly = slices.Clip(append(connection, "--leader-elect=false", "--controllers=serviceaccount-controller"))
+	})
 
 	It("reach client-go and controller-runtime with -v, as upstream's", func() {
 		quiet := startKCM("kcm", saOnly...)
@@ -79,7 +84,7 @@ var _ = Describe("Logs", func() {
 		// client-go's reflector line has every key of upstream's, in the same configuration (and
 		// the name of controller-runtime's cache logger, "logger", besides).
 		if bin := upstreamKCM(); bin != "" {
-			u := startProcess("upstream", syscall.SIGKILL, bin, append(saOnly, "--kubeconfig="+kubeconfig, "--secure-port=0",
+			u := startProcess("upstream", syscall.SIGKILL, bin, append(saOnly, "--secure-port=0",
 				"--leader-elect-resource-name="+uniqueLeaseName(), "--logging-format=json", "-v=2")...)
 			Eventually(func() []map[string]any { return jsonLines(u, "Caches populated") }).WithTimeout(30*time.Second).
 				ShouldNot(BeEmpty(), "upstream: %s", u.State())

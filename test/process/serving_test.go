@@ -35,7 +35,8 @@ import (
 var _ = Describe("The secure port", func() {
 	It("serves /healthz to anyone, no /readyz or /livez, and metrics to no anonymous client", func() {
 		port := freePort()
-		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))
+		_, connection := kubeadmConnection()
+		p := startKCM("kcm", append(connection, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))...)
 		get := func(path string) func() (string, error) {
 			return func() (string, error) { return answer(port, nil, "", http.MethodGet, path, "") }
 		}
@@ -111,9 +112,11 @@ var _ = Describe("The secure port", func() {
 		want := []string{"200", "403", "401", "200", "403", "401", "403", "200 ok", "200", "403",
 			"200 successfully set klog.logging.verbosity to 0\n", "200", "200", "200", "200", "403"}
 
-		args := []string{"--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
-			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-			"--client-ca-file=" + caFile}
+		// kubeadm's controller-manager.conf connects, authenticates and authorizes, for both.
+		conf, connection := kubeadmConnection()
+		args := append(connection, "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
+			"--authentication-kubeconfig="+conf, "--authorization-kubeconfig="+conf,
+			"--client-ca-file="+caFile)
 		answers := func(p *process, port int) []string {
 			GinkgoHelper()
 			Eventually(func() (string, error) { return answer(port, nil, "", "GET", "/healthz", "") }).
@@ -148,8 +151,7 @@ var _ = Describe("The secure port", func() {
 			Skip("upstream's kube-controller-manager is not built (make bench builds it): not compared with its answers")
 		}
 		upstreamPort := freePort()
-		u := startProcess("upstream", syscall.SIGKILL, bin, append(args, "--kubeconfig="+kubeconfig,
-			"--secure-port="+strconv.Itoa(upstreamPort))...)
+		u := startProcess("upstream", syscall.SIGKILL, bin, append(args, "--secure-port="+strconv.Itoa(upstreamPort))...)
 		Expect(answers(u, upstreamPort)).To(Equal(got), "upstream: %s", u.State())
 	})
 
@@ -163,8 +165,9 @@ var _ = Describe("The secure port", func() {
 		admin := ca.clientCert("verbosity-admin", "system:masters")
 
 		port := freePort()
-		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
-			"--secure-port="+strconv.Itoa(port), "--client-ca-file="+caFile)
+		_, connection := kubeadmConnection()
+		p := startKCM("kcm", append(connection, "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
+			"--secure-port="+strconv.Itoa(port), "--client-ca-file="+caFile)...)
 		Eventually(func() (string, error) { return answer(port, nil, "", "GET", "/healthz", "") }).
 			WithTimeout(30*time.Second).Should(Equal("200 ok"), "kcm: %s", p.State())
 		// k8s.io/apiserver's authorization filter logs each refusal at -v=4.
@@ -179,9 +182,10 @@ var _ = Describe("The secure port", func() {
 
 	It("refuses handshakes below --tls-min-version, and serves no profiles with --profiling=false", func() {
 		port := freePort()
-		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
+		_, connection := kubeadmConnection()
+		p := startKCM("kcm", append(connection, "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
 			"--secure-port="+strconv.Itoa(port), "--tls-min-version=VersionTLS13", "--profiling=false",
-			"--authorization-always-allow-paths=/healthz,/debug/*")
+			"--authorization-always-allow-paths=/healthz,/debug/*")...)
 		Eventually(func() (string, error) { return answer(port, nil, "", "GET", "/healthz", "") }).
 			WithTimeout(30*time.Second).Should(Equal("200 ok"), "kcm: %s", p.State())
 		_, err := handshake(port, &tls.Config{MaxVersion: tls.VersionTLS12})
@@ -202,9 +206,10 @@ var _ = Describe("The secure port", func() {
 		first := ca.servingCert()
 		writePair(certFile, keyFile, first)
 		port := freePort()
-		p := startKCM("kcm", "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
+		_, connection := kubeadmConnection()
+		p := startKCM("kcm", append(connection, "--leader-elect=false", "--bind-address=127.0.0.1", "--controllers=ttl-controller",
 			"--secure-port="+strconv.Itoa(port), "--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
-			"--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")
+			"--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")...)
 		Eventually(func() (string, error) { return answer(port, nil, "", "GET", "/healthz", "") }).
 			WithTimeout(30*time.Second).Should(Equal("200 ok"), "kcm: %s", p.State())
 
