@@ -3,7 +3,7 @@
 // loops, run in the one binary) their provider.
 //
 // A provider is k8s.io/cloud-provider's cloudprovider.Interface, registered under its name with
-// cloudprovider.RegisterCloudProvider by a package compiled into kcm (see cmd's imports:
+// cloudprovider.RegisterCloudProvider by a package compiled into kcm (providers.go imports them;
 // internal/cloud/pool registers "pool"); --cloud-provider names it and --cloud-config is its
 // configuration file, as with upstream's cloud-controller-manager. Without --cloud-provider,
 // or with "external" (another component runs the cloud loops), the loops do not run. One
