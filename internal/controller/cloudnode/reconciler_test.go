@@ -15,6 +15,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcm/kcm/internal/cloud/pool"
 	"github.com/kcm/kcm/internal/controller/cloudnode"
 	"github.com/kcm/kcm/internal/controller/ttl"
 	"github.com/kcm/kcm/internal/setup"
@@ -218,7 +219,7 @@ var _ = Describe("cloud-node-controller with a provider that looks instances up"
 })
 
 var _ = Describe("cloud-node-controller with a provider without instance lookups", func() {
-	It("does not run, and says so", func(ctx SpecContext) {
+	DescribeTable("does not run, and says so", func(ctx SpecContext, provider string) {
 		// The log line is read from Ginkgo's writer, where the suite's logs go unless
 		// KCM_TEST_LOG sends them to stderr.
 		logs := &syncBuffer{}
@@ -228,19 +229,26 @@ var _ = Describe("cloud-node-controller with a provider without instance lookups
 		}
 		made := noInstancesMade.Load()
 		// ttl-controller runs alongside: the witness that the node was seen.
-		Expect(env.StartManager([]string{cloudnode.ControllerName, ttl.ControllerName}, "--cloud-provider="+noInstancesProvider)).To(Succeed())
+		Expect(env.StartManager([]string{cloudnode.ControllerName, ttl.ControllerName}, "--cloud-provider="+provider)).To(Succeed())
 		DeferCleanup(env.StopManager)
-		Expect(noInstancesMade.Load()).To(Equal(made + 1))
-		register(ctx, kubeletNode("uncloudy"))
+		if provider == noInstancesProvider {
+			// The provider was made: the controller decided from what it offers.
+			Expect(noInstancesMade.Load()).To(Equal(made + 1))
+		}
+		name := "uncloudy-" + provider
+		register(ctx, kubeletNode(name))
 		Eventually(func(g Gomega) {
-			g.Expect(getNode(ctx, g, "uncloudy").Annotations).To(HaveKey(corev1.ObjectTTLAnnotationKey))
+			g.Expect(getNode(ctx, g, name).Annotations).To(HaveKey(corev1.ObjectTTLAnnotationKey))
 		}).Should(Succeed())
-		Expect(getNode(ctx, Default, "uncloudy").Spec.Taints).To(ContainElement(uninitialized))
+		Expect(getNode(ctx, Default, name).Spec.Taints).To(ContainElement(uninitialized))
 		Expect(testenv.Sample("running_managed_controllers", map[string]string{"name": "cloud-node", "manager": "kube-controller-manager"})).To(Equal(0.0))
 		if os.Getenv("KCM_TEST_LOG") == "" {
-			Expect(logs.String()).To(ContainSubstring("failed to start cloud node controller: cloud provider does not support instances"))
+			Expect(logs.String()).To(MatchRegexp(`"msg"="Warning: failed to start cloud node controller: cloud provider does not support instances".*"cloudProvider"="%s"`, provider))
 		}
-	})
+	},
+		Entry("a fake without InstancesV2 or Instances", noInstancesProvider),
+		Entry("kcm's pool", pool.ProviderName),
+	)
 })
 
 // writes counts the status writes of the suite's first manager.
