@@ -6,12 +6,14 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/cloud-provider/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,12 +46,18 @@ type lbCloud struct {
 	mu    sync.Mutex
 	fail  map[string]error
 	calls map[string][]lbCall
+	// busy counts the EnsureLoadBalancer calls per Service still to answer with an
+	// api.RetryError of busyDelay.
+	busy map[string]int
 }
+
+const busyDelay = 200 * time.Millisecond
 
 var provider = &lbCloud{
 	Cloud: &fake.Cloud{Exists: true, ExternalIP: net.ParseIP(externalIP), BalancerIPMode: ptr.To(corev1.LoadBalancerIPModeVIP)},
 	fail:  map[string]error{},
 	calls: map[string][]lbCall{},
+	busy:  map[string]int{},
 }
 
 func init() {
@@ -83,6 +91,10 @@ func (c *lbCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *c
 	defer c.mu.Unlock()
 	if err := c.record("ensure", cluster, svc, nodes); err != nil {
 		return nil, err
+	}
+	if key := svc.Namespace + "/" + svc.Name; c.busy[key] > 0 {
+		c.busy[key]--
+		return nil, api.NewRetryError("load balancer busy", busyDelay)
 	}
 	return c.Cloud.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 }
@@ -280,6 +292,23 @@ var _ = Describe("service-lb-controller with a cloud provider", Ordered, func() 
 		provider.setFail(svc, nil)
 		ensured(svc)
 		Expect(len(provider.callsOf(svc, "ensure"))).To(BeNumerically(">=", 2))
+	})
+
+	It("retries after a provider's api.RetryError's delay, not the backoff", func() {
+		ns := namespace("retry")
+		svc := newLB(ns, "web")
+		// Four busy answers: with the 5s..300s backoff instead of the delay, the fifth call
+		// would come 75s later, past the wait.
+		provider.mu.Lock()
+		provider.busy[ns+"/web"] = 4
+		provider.mu.Unlock()
+		Expect(env.Client.Create(ctx, svc)).To(Succeed())
+		ensured(svc)
+		Expect(provider.callsOf(svc, "ensure")).To(HaveLen(5))
+		Eventually(func(g Gomega) {
+			g.Expect(events(g, ns, "web")).To(ContainElement(
+				"Warning SyncLoadBalancerFailed: Error syncing load balancer: failed to ensure load balancer: load balancer busy"))
+		}).Should(Succeed())
 	})
 
 	It("serves the provider's own class and leaves another class alone", func() {
