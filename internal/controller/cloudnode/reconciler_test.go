@@ -218,6 +218,17 @@ var _ = Describe("cloud-node-controller with a provider that looks instances up"
 	})
 })
 
+var _ = Describe("cloud-node-controller's flags", func() {
+	// A negative count kcm's flag parsing refuses for every worker flag.
+	It("refuses --concurrent-node-syncs=0 as upstream's cloud-controller-manager, once a provider is configured", func() {
+		Expect(env.StartManager([]string{cloudnode.ControllerName}, "--cloud-provider="+testProvider, "--concurrent-node-syncs=0")).
+			To(MatchError("setting up cloud-node-controller: concurrent-node-syncs must be a positive number"))
+		// The witness: without a provider the controller does not run, and its flags decide nothing.
+		Expect(env.StartManager([]string{cloudnode.ControllerName}, "--concurrent-node-syncs=0")).To(Succeed())
+		Expect(env.StopManager()).To(Succeed())
+	})
+})
+
 var _ = Describe("cloud-node-controller with a provider without instance lookups", func() {
 	DescribeTable("does not run, and says so", func(ctx SpecContext, provider string) {
 		// The log line is read from Ginkgo's writer, where the suite's logs go unless

@@ -39,12 +39,10 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	// Upstream's NodeControllerOptions.Validate, which stops cloud-controller-manager.
+	// Upstream's NodeControllerOptions.Validate, which stops cloud-controller-manager (kcm's
+	// flag parsing already refuses negative worker counts).
 	if workers <= 0 {
 		return errors.New("concurrent-node-syncs must be a positive number")
-	}
-	if statusWorkers < 0 {
-		return errors.New("concurrent-node-status-updates cannot be a negative number")
 	}
 	// Upstream's ApplyTo: 0 means as many as --concurrent-node-syncs.
 	if statusWorkers == 0 {
