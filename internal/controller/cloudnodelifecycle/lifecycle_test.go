@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcm/kcm/internal/cloud/pool"
 	"github.com/kcm/kcm/internal/controller/cloudnodelifecycle"
 	"github.com/kcm/kcm/internal/testenv"
 )
@@ -96,6 +97,8 @@ var _ = Describe("cloud-node-lifecycle-controller", func() {
 		Expect(testenv.Sample("cloud_node_lifecycle_controller_cloud_provider_calls_total",
 			map[string]string{"operation": "instance_exists", "result": "instance_not_found"})).To(BeNumerically(">=", 1))
 		Expect(testenv.Sample("cloud_node_lifecycle_controller_monitor_nodes_duration_seconds", nil)).To(BeNumerically(">=", 2))
+		Expect(testenv.Sample("running_managed_controllers",
+			map[string]string{"name": "cloud-node-lifecycle", "manager": "kube-controller-manager"})).To(Equal(1.0))
 	})
 
 	It("taints a NotReady node whose instance is shut down, and lifts the taint once it is Ready", func(ctx SpecContext) {
@@ -115,7 +118,7 @@ var _ = Describe("cloud-node-lifecycle-controller", func() {
 		Eventually(hasShutdownTaint(ctx, down.Name)).Should(BeFalse())
 	})
 
-	It("does not run with a provider without instances, and says so", func(ctx SpecContext) {
+	DescribeTable("does not run with a provider without instance lookups, and says so", func(ctx SpecContext, providerFlag, named string) {
 		if os.Getenv("KCM_TEST_LOG") != "" {
 			Skip("KCM_TEST_LOG sends the manager's log to stderr, where the spec cannot read it")
 		}
@@ -127,12 +130,18 @@ var _ = Describe("cloud-node-lifecycle-controller", func() {
 		DeferCleanup(GinkgoWriter.ClearTeeWriters)
 		gone := createNode(ctx, "life-unasked", corev1.ConditionFalse)
 		c.setGone(gone.Name)
-		startManager()
+		Expect(env.StartManager([]string{cloudnodelifecycle.ControllerName}, append(lifecycleFlags, providerFlag)...)).To(Succeed())
+		DeferCleanup(env.StopManager)
 
-		Expect(log).To(gbytes.Say(`Failed to start cloud node lifecycle controller.*cloud provider does not support instances`))
+		Expect(log).To(gbytes.Say(`"msg"="Warning: failed to start cloud node lifecycle controller: cloud provider does not support instances".*"cloudProvider"="%s"`, named))
 		Consistently(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.Node{})
 		}).Should(Succeed())
 		Expect(c.timesAsked(gone.Name)).To(BeZero())
-	})
+		Expect(testenv.Sample("running_managed_controllers",
+			map[string]string{"name": "cloud-node-lifecycle", "manager": "kube-controller-manager"})).To(BeZero())
+	},
+		Entry("a fake without InstancesV2 or Instances", "--cloud-provider="+providerName, "fake"),
+		Entry("kcm's pool", "--cloud-provider="+pool.ProviderName, pool.ProviderName),
+	)
 })

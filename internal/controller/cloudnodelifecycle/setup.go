@@ -39,13 +39,12 @@ func Setup(ctx *setup.Context) error {
 	_, instances := provider.Instances()
 	_, instancesV2 := provider.InstancesV2()
 	if !instances && !instancesV2 {
-		logger.Info("Failed to start cloud node lifecycle controller", "err", "cloud provider does not support instances",
+		logger.Info("Warning: failed to start cloud node lifecycle controller: cloud provider does not support instances",
 			"cloudProvider", provider.ProviderName())
 		return setup.ErrSkipped
 	}
 	if workers < 1 {
-		logger.Info("Failed to start cloud node lifecycle controller",
-			"err", fmt.Sprintf("concurrentNodeLifecycleSyncs must be >= 1, got %d", workers))
+		logger.Info(fmt.Sprintf("Warning: failed to start cloud node lifecycle controller: concurrentNodeLifecycleSyncs must be >= 1, got %d", workers))
 		return setup.ErrSkipped
 	}
 
