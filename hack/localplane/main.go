@@ -6,8 +6,9 @@
 // starts kube-controller-manager: kubeadm's static-pod arguments and the identity of its
 // controller-manager.conf, each controller acting as its own ServiceAccount. A Deployment
 // created there becomes Available within seconds. It prints the administrator's kubeconfig,
-// commands to try and how to add nodes, and stops everything on Ctrl-C, leaving nothing
-// running.
+// commands to try and how to add nodes (with --cloud-provider=pool, also how to give kcm's
+// pool provider addresses and expose a LoadBalancer Service), and stops everything on Ctrl-C,
+// leaving nothing running.
 //
 //	go run ./hack/localplane -kcm bin/kcm -kwok bin/kwok-v0.8.0 -nodes 3 -- [kcm flags]
 //
@@ -30,6 +31,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kcm/kcm/internal/cloud/pool"
 	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/test/cluster"
 )
@@ -126,7 +128,7 @@ func run() error {
 			fmt.Fprintln(os.Stderr, "localplane: warning:", err)
 		}
 	}
-	printHelp(c.Kubeconfig, c.ControllerManagerKubeconfig, nodeManifest, nextNode, *nodes, *dir)
+	printHelp(c.Kubeconfig, c.ControllerManagerKubeconfig, nodeManifest, nextNode, *nodes, *dir, cloudProvider(args))
 
 	select {
 	case err := <-exited:
@@ -154,11 +156,26 @@ func stopKCM(cmd *exec.Cmd, exited <-chan error) error {
 	return nil
 }
 
-func printHelp(kubeconfig, controllerManagerConf, nodeManifest, nextNode string, nodes int, dir string) {
+func printHelp(kubeconfig, controllerManagerConf, nodeManifest, nextNode string, nodes int, dir, cloud string) {
 	k := "kubectl --kubeconfig " + kubeconfig
 	var names []string
 	for i := range nodes {
 		names = append(names, cluster.NodeName(i))
+	}
+	// With kcm's own cloud provider, LoadBalancer Services need addresses to give: the
+	// sample pools of config/cloud-pool (make run's working directory is the repository's).
+	loadBalancers := ""
+	if cloud == pool.ProviderName {
+		pools := poolsSample
+		if abs, err := filepath.Abs(pools); err == nil {
+			pools = abs
+		}
+		loadBalancers = fmt.Sprintf(`
+LoadBalancer Services (--cloud-provider=%s): give the pool provider addresses, then expose hello:
+  %s apply -f %s
+  %s expose deployment hello --type=LoadBalancer --port=80
+  %s get service hello
+`, pool.ProviderName, k, pools, k, k)
 	}
 	fmt.Fprintf(os.Stderr, `
 A local cluster is running with kcm as its kube-controller-manager, under kubeadm's identity
@@ -170,7 +187,7 @@ A local cluster is running with kcm as its kube-controller-manager, under kubead
 Try:
   %s create deployment hello --image=nginx --replicas=2
   %s get deploy,pods -o wide
-
+%s
 Add a node (the kwok process runs every node annotated %s=%s):
   %s apply -f %s
   sed 's/%s/my-node/g' %s | %s apply -f -
@@ -178,8 +195,29 @@ or start with more: make run NODES=%d
 
 Press Ctrl-C to stop everything.
 
-`, controllerManagerConf, kubeconfig, strings.Join(names, " "), dir, k, k,
+`, controllerManagerConf, kubeconfig, strings.Join(names, " "), dir, k, k, loadBalancers,
 		cluster.KWOKAnnotation, cluster.NodesValue, k, nodeManifest, nextNode, nodeManifest, k, nodes+2)
+}
+
+// poolsSample is the sample ConfigMap of the pool provider's address pools, from the
+// repository's root.
+const poolsSample = "config/cloud-pool/address-pools.yaml"
+
+// cloudProvider is the value kcm's command line gives --cloud-provider (the last one given,
+// as kcm's flag parsing takes), or empty.
+func cloudProvider(args []string) string {
+	provider := ""
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "cloud-provider" {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		provider = value
+	}
+	return provider
 }
 
 // writeNodeManifest writes the node the cluster's kwok would run, as the cluster creates its

@@ -26,7 +26,9 @@ import (
 )
 
 var _ = Describe("make run's local cluster (hack/localplane)", func() {
-	It("runs kcm as kubeadm does on a whole cluster where a new user's Deployment becomes Available, and leaves nothing running after Ctrl-C", func() {
+	// Run as `make run ARGS="--cloud-provider=pool"` runs it: the printed commands then also
+	// give kcm's pool provider the sample address pools and expose the Deployment.
+	It("runs kcm as kubeadm does on a whole cluster where a new user's Deployment becomes Available and gets a LoadBalancer address, and leaves nothing running after Ctrl-C", func() {
 		lpBinary := filepath.Join(binDir, "localplane")
 		build(lpBinary, "./hack/localplane")
 		// The Makefile passes KWOK (and builds it) as it does for make e2e.
@@ -38,7 +40,8 @@ var _ = Describe("make run's local cluster (hack/localplane)", func() {
 		assets := os.Getenv("KUBEBUILDER_ASSETS")
 		dir := filepath.Join(binDir, "lp")
 		// SIGTERM, not SIGKILL, should the suite die first: localplane then stops its children.
-		lp := startProcess("localplane", syscall.SIGTERM, lpBinary, "-kcm", kcmBinary, "-kwok", kwok, "-assets", assets, "-dir", dir)
+		lp := startProcess("localplane", syscall.SIGTERM, lpBinary, "-kcm", kcmBinary, "-kwok", kwok, "-assets", assets, "-dir", dir,
+			"--", "--cloud-provider=pool")
 		startedAt := time.Now()
 		var kids []procInfo
 		DeferCleanup(func() {
@@ -106,12 +109,13 @@ var _ = Describe("make run's local cluster (hack/localplane)", func() {
 			"--use-service-account-credentials=true",
 			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--secure-port=0",
+			"--cloud-provider=pool",
 		))
 		Expect(kcmArgs).NotTo(ContainElement("--secure-port=10257"), "a real kube-controller-manager's port")
 
 		By("a new user follows the printed commands: a Deployment of 2 replicas")
 		commands := printedCommands(lp.Output())
-		Expect(commands).To(HaveLen(4), "localplane's printed commands:\n%s", lp.Output())
+		Expect(commands).To(HaveLen(7), "localplane's printed commands:\n%s", lp.Output())
 		Expect(commands[0]).To(HaveSuffix("create deployment hello --image=nginx --replicas=2"))
 		runShell(commands[0], assets)
 		createdAt := time.Now()
@@ -141,11 +145,29 @@ var _ = Describe("make run's local cluster (hack/localplane)", func() {
 			Expect(getSA(cl, "kube-system", sa)()).To(Succeed())
 		}
 
-		By("adding a node as printed: KWOK runs it and pods may go there")
-		Expect(commands[2]).To(ContainSubstring("apply -f " + filepath.Join(dir, "node.yaml")))
+		By("make run ARGS=--cloud-provider=pool: the sample address pools applied as printed, the Deployment exposed as a LoadBalancer Service gets an address")
+		Expect(commands[2]).To(HaveSuffix("apply -f " + filepath.Join(root, "config", "cloud-pool", "address-pools.yaml")))
 		runShell(commands[2], assets)
-		Expect(commands[3]).To(HavePrefix("sed "))
-		runShell(strings.Replace(commands[3], "my-node", "added-node", 1), assets)
+		Expect(commands[3]).To(HaveSuffix("expose deployment hello --type=LoadBalancer --port=80"))
+		runShell(commands[3], assets)
+		exposedAt := time.Now()
+		// The lowest address of the sample's pool for every namespace.
+		const sampleAddress = "192.0.2.240"
+		Eventually(func(g Gomega) []corev1.LoadBalancerIngress {
+			svc := &corev1.Service{}
+			g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "hello"}, svc)).To(Succeed())
+			return svc.Status.LoadBalancer.Ingress
+		}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(HaveExactElements(And(
+			HaveField("IP", sampleAddress), HaveField("IPMode", HaveValue(Equal(corev1.LoadBalancerIPModeVIP))))),
+			"localplane: %s", lp.State())
+		AddReportEntry("Service hello (type LoadBalancer) has an address after", time.Since(exposedAt).Round(time.Millisecond).String())
+		Expect(runShell(commands[4], assets)).To(MatchRegexp(`(?m)^hello\s+LoadBalancer\s+\S+\s+` + regexp.QuoteMeta(sampleAddress) + `\s`))
+
+		By("adding a node as printed: KWOK runs it and pods may go there")
+		Expect(commands[5]).To(ContainSubstring("apply -f " + filepath.Join(dir, "node.yaml")))
+		runShell(commands[5], assets)
+		Expect(commands[6]).To(HavePrefix("sed "))
+		runShell(strings.Replace(commands[6], "my-node", "added-node", 1), assets)
 		for _, name := range []string{cluster.NodeName(3), "added-node"} {
 			Eventually(func(g Gomega) {
 				node := &corev1.Node{}
