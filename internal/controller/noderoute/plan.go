@@ -40,9 +40,6 @@ type plan struct {
 	deletes []*cloudprovider.Route
 	// creates are the routes the nodes' pod CIDRs lack.
 	creates []creation
-	// deletesFirst: the provider routes by node address (EnableNodeAddresses), so a route
-	// being updated is deleted before it is created again.
-	deletesFirst bool
 	// actions are, per node the reconcile speaks for (one with pod CIDRs or a route to it),
 	// the action for each of its pod CIDRs; a node with routes and no pod CIDR has an empty
 	// map. A node missing here is left alone.
@@ -84,7 +81,6 @@ func planRoutes(nodes []*corev1.Node, routes []*cloudprovider.Route, clusterCIDR
 			p.deletes = append(p.deletes, rt)
 		}
 	}
-	p.deletesFirst = len(routes) != 0 && routes[0].EnableNodeAddresses
 	for _, node := range nodes {
 		for _, cidr := range node.Spec.PodCIDRs {
 			if a := p.actions[types.NodeName(node.Name)][cidr]; a == keep {
