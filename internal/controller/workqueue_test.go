@@ -73,6 +73,10 @@ var upstreamQueues = map[string]string{
 	"ttl_jobs_to_delete":                                "ttlafterfinished/ttlafterfinished_controller.go:85",
 	"vacprotection":                                     "volume/vacprotection/vac_protection_controller.go:111",
 	"validatingadmissionpolicy-status":                  "validatingadmissionpolicystatus/controller.go:81",
+	// cloud-controller-manager's, whose loops kcm also runs (k8s.io/cloud-provider v0.37.1).
+	"service": "k8s.io/cloud-provider controllers/service/controller.go:122",
+	"Nodes":   "k8s.io/cloud-provider controllers/node/node_controller.go:142",
+	"Routes":  "k8s.io/cloud-provider controllers/route/route_controller.go:122 (watch-based reconciliation)",
 }
 
 // defaultQueues are the upstream queues that kcm's default controllers (--controllers=*,
@@ -104,6 +108,10 @@ var kcmOnlyQueues = []string{
 	// devicetainteviction's rule reconciler: upstream keeps rules in its one queue
 	// ("device-taint-eviction-controller", which kcm's pod reconciler already is named).
 	"device-taint-eviction-controller-rules",
+	// cloud-controller-manager's loops with no queue upstream: cloud-node-lifecycle's periodic
+	// pass, and node-route's when CloudControllerManagerWatchBasedRoutesReconciliation is off.
+	"cloud-node-lifecycle-controller",
+	"node-route-controller",
 }
 
 // defaultKcmQueues are kcm's own queues that the default controllers run: they report
