@@ -67,6 +67,18 @@ func TestRegistryHasEveryUpstreamController(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("registry names differ from upstream v1.37.1's and cloud-controller-manager's:\n got %v\nwant %v", names, want)
 	}
+	var cloudLoops []string
+	for _, d := range Registry() {
+		if d.CloudProvider {
+			cloudLoops = append(cloudLoops, d.Name)
+		}
+	}
+	ccm, _ := cloudControllerNames()
+	slices.Sort(cloudLoops)
+	slices.Sort(ccm)
+	if !slices.Equal(cloudLoops, ccm) {
+		t.Errorf("descriptors marked CloudProvider are %v, want cloud-controller-manager's %v", cloudLoops, ccm)
+	}
 	for alias, name := range aliases {
 		sel, err := setup.Select(Registry(), []string{alias})
 		if err != nil || len(sel.Enabled) != 1 || sel.Enabled[0].Name != name {

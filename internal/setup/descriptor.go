@@ -44,6 +44,10 @@ type Descriptor struct {
 	// --use-service-account-credentials (upstream's serviceaccount-token-controller, which
 	// makes the tokens the others would use).
 	RootCredentials bool
+	// CloudProvider marks upstream cloud-controller-manager's loops, which kcm runs when
+	// --cloud-provider names a provider (upstream's IsCloudProviderController): upstream's
+	// kube-controller-manager does not know their names.
+	CloudProvider bool
 	// Flags are the upstream flags only this controller acts on: Setup reads exactly these
 	// (a test checks both ways), and they are reported as ignored when it does not run.
 	Flags []options.Flag

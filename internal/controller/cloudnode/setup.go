@@ -16,9 +16,10 @@ import (
 // looks instances up, and acting as node-controller, as upstream's cloud-controller-manager
 // starts it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"cloud-node"},
-	ClientName: "node-controller",
+	Name:          ControllerName,
+	Aliases:       []string{"cloud-node"},
+	ClientName:    "node-controller",
+	CloudProvider: true,
 	Flags: append(append([]options.Flag{}, cloud.Flags...),
 		options.ConcurrentNodeSyncs, options.ConcurrentNodeStatusUpdates, options.NodeStatusUpdateFrequency),
 	Setup: Setup,

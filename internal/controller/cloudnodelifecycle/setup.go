@@ -15,9 +15,10 @@ import (
 // Descriptor is cloud-node-lifecycle-controller (cloud-controller-manager's loop,
 // k8s.io/cloud-provider v0.37.1) as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"cloud-node-lifecycle"},
-	ClientName: "node-controller",
+	Name:          ControllerName,
+	Aliases:       []string{"cloud-node-lifecycle"},
+	ClientName:    "node-controller",
+	CloudProvider: true,
 	Flags: append(append([]options.Flag{}, cloud.Flags...),
 		options.NodeMonitorPeriod, options.ConcurrentNodeLifecycleSyncs),
 	Setup: Setup,

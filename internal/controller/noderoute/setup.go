@@ -19,9 +19,10 @@ import (
 // Descriptor is node-route-controller (cloud-controller-manager's route loop,
 // k8s.io/cloud-provider v0.37.1) as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"route"},
-	ClientName: "route-controller",
+	Name:          ControllerName,
+	Aliases:       []string{"route"},
+	ClientName:    "route-controller",
+	CloudProvider: true,
 	Flags: append(append([]options.Flag{}, cloud.Flags...), options.AllocateNodeCIDRs, options.ConfigureCloudRoutes,
 		options.ClusterCIDR, options.RouteReconciliationPeriod, options.ClusterName),
 	Setup: Setup,

@@ -13,11 +13,12 @@ import (
 // Descriptor is service-lb-controller (cloud-controller-manager's loop, k8s.io/cloud-provider
 // v0.37.1) as kcm's registry knows it: on by default, it runs only with a --cloud-provider.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"service"},
-	ClientName: "service-controller",
-	Flags:      append(append([]options.Flag{}, cloud.Flags...), options.ConcurrentServiceSyncs, options.ClusterName),
-	Setup:      Setup,
+	Name:          ControllerName,
+	Aliases:       []string{"service"},
+	ClientName:    "service-controller",
+	CloudProvider: true,
+	Flags:         append(append([]options.Flag{}, cloud.Flags...), options.ConcurrentServiceSyncs, options.ClusterName),
+	Setup:         Setup,
 }
 
 // Setup runs service-lb-controller with --concurrent-service-syncs workers against the
