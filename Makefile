@@ -57,8 +57,12 @@ e2e: k8s-bins kwok build $(UPSTREAM_KCM) ## End-to-end specs: a local cluster (e
 	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm UPSTREAM_KCM=$(UPSTREAM_KCM) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m
 
 .PHONY: bench
-bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kube-controller-manager: 500 Deployments x 4 replicas on 50 KWOK nodes (BENCH_ARGS="-deployments=100 ...", -h lists them). Table on stdout, JSON in bin/bench/result.json.
+bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kube-controller-manager: 500 Deployments x 4 replicas on 50 KWOK nodes, per phase and a quiet minute (BENCH_ARGS="-deployments=100 ...", "-memory-slope=2000,10000,20000", "-profile"; -h lists them). Table on stdout, JSON in bin/bench/result.json.
 	go run ./test/bench -kcm $(LOCALBIN)/kcm -upstream $(UPSTREAM_KCM) -assets $(K8S_BIN) -kwok $(KWOK) -out $(LOCALBIN)/bench/result.json -logs $(LOCALBIN)/bench/logs $(BENCH_ARGS)
+
+.PHONY: bench-scale
+bench-scale: ## `make bench` at the large preset: -scale, 2,000 Deployments x 10 on 200 KWOK nodes at --kube-api-qps=400 --kube-api-burst=800 (BENCH_ARGS add to it or override it).
+	$(MAKE) bench BENCH_ARGS="-scale $(BENCH_ARGS)"
 
 .PHONY: bench-svm
 bench-svm: k8s-bins $(UPSTREAM_KCM) ## storage-version-migrator-controller, kcm then upstream: one migration of a custom resource of 10,000 objects on an envtest API server (seconds, objects rewritten).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +19,21 @@ import (
 type auditEvent struct {
 	UserAgent string    `json:"userAgent"`
 	Received  time.Time `json:"requestReceivedTimestamp"`
+	Verb      string    `json:"verb"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+}
+
+// eventWrite reports whether the request created or changed an Event (core/v1 or
+// events.k8s.io/v1).
+func (e *auditEvent) eventWrite() bool {
+	switch e.Verb {
+	case "create", "update", "patch":
+		return e.ObjectRef != nil && e.ObjectRef.Resource == "events" && e.ObjectRef.Subresource == ""
+	}
+	return false
 }
 
 // window is a phase's span of time.
@@ -29,14 +45,16 @@ type window struct {
 // requestsByClient counts, per phase, the requests in the API server's audit log that the
 // manager made, by client: the name both managers put last in their User-Agent
 // (".../kubernetes/<commit>/<client>", e.g. replicaset-controller); requests without one
-// (kcm's shared cache, Event recorder and leader election) count as "(manager)".
-func requestsByClient(auditLog, binary string, phases []window) (map[string]map[string]int, error) {
+// (kcm's shared cache and leader election) count as "(manager)". It also counts, per phase,
+// the manager's Event writes.
+func requestsByClient(auditLog, binary string, phases []window) (map[string]map[string]int, map[string]int, error) {
 	f, err := os.Open(auditLog)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	out := map[string]map[string]int{}
+	events := map[string]int{}
 	for _, w := range phases {
 		out[w.name] = map[string]int{}
 	}
@@ -46,7 +64,7 @@ func requestsByClient(auditLog, binary string, phases []window) (map[string]map[
 	for sc.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", auditLog, err)
+			return nil, nil, fmt.Errorf("reading %s: %w", auditLog, err)
 		}
 		if !strings.HasPrefix(e.UserAgent, prefix) {
 			continue
@@ -54,11 +72,14 @@ func requestsByClient(auditLog, binary string, phases []window) (map[string]map[
 		for _, w := range phases {
 			if !e.Received.Before(w.start) && e.Received.Before(w.end) {
 				out[w.name][clientName(e.UserAgent)]++
+				if e.eventWrite() {
+					events[w.name]++
+				}
 				break
 			}
 		}
 	}
-	return out, sc.Err()
+	return out, events, sc.Err()
 }
 
 const noClient = "(manager)"
@@ -82,8 +103,12 @@ func printClients(w io.Writer, res *Result) {
 		if len(m.Phases) == 0 || m.Phases[0].ByClient == nil {
 			continue
 		}
+		phases := slices.Clone(m.Phases)
+		if m.Quiet != nil {
+			phases = slices.Insert(phases, 1, m.Quiet)
+		}
 		totals := map[string]int{}
-		for _, p := range m.Phases {
+		for _, p := range phases {
 			for c, n := range p.ByClient {
 				totals[c] += n
 			}
@@ -96,13 +121,13 @@ func printClients(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "\n%s: API requests by client (from the API server's audit log)\n", m.Name)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		header := []string{"client"}
-		for _, p := range m.Phases {
+		for _, p := range phases {
 			header = append(header, p.Name)
 		}
 		fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 		for _, c := range clients {
 			cells := []string{c}
-			for _, p := range m.Phases {
+			for _, p := range phases {
 				cells = append(cells, fmt.Sprint(p.ByClient[c]))
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")

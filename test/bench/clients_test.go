@@ -27,7 +27,10 @@ func TestClientName(t *testing.T) {
 func TestRequestsByClient(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
 	line := func(ua string, at time.Time) string {
-		return `{"kind":"Event","verb":"create","userAgent":"` + ua + `","requestReceivedTimestamp":"` + at.Format(time.RFC3339Nano) + `"}`
+		return `{"kind":"Event","verb":"create","userAgent":"` + ua + `","requestReceivedTimestamp":"` + at.Format(time.RFC3339Nano) + `","objectRef":{"resource":"pods"}}`
+	}
+	event := func(ua, verb string, at time.Time) string {
+		return `{"kind":"Event","verb":"` + verb + `","userAgent":"` + ua + `","requestReceivedTimestamp":"` + at.Format(time.RFC3339Nano) + `","objectRef":{"resource":"events"}}`
 	}
 	rs := "kcm/v0 (linux/amd64) kubernetes/kcm/replicaset-controller"
 	log := strings.Join([]string{
@@ -36,19 +39,26 @@ func TestRequestsByClient(t *testing.T) {
 		line("kcm/v0 (linux/amd64) kubernetes/kcm/deployment-controller", t0.Add(11*time.Second)),
 		line("kube-scheduler/v1.37.1 (linux/amd64) kubernetes/abc/scheduler", t0.Add(time.Second)),
 		line(rs, t0.Add(time.Hour)),
+		event(rs, "create", t0.Add(3*time.Second)),
+		event(rs, "patch", t0.Add(4*time.Second)),
+		event(rs, "get", t0.Add(5*time.Second)),
+		event("kube-scheduler/v1.37.1 (linux/amd64) kubernetes/abc/scheduler", "create", t0.Add(time.Second)),
 	}, "\n") + "\n"
 	path := filepath.Join(t.TempDir(), "audit.log")
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := requestsByClient(path, "kcm", []window{
+	got, events, err := requestsByClient(path, "kcm", []window{
 		{"create", t0, t0.Add(10 * time.Second)},
 		{"update", t0.Add(10 * time.Second), t0.Add(20 * time.Second)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["create"]["replicaset-controller"] != 2 || got["update"]["deployment-controller"] != 1 || len(got["create"]) != 1 || len(got["update"]) != 1 {
+	if events["create"] != 2 || events["update"] != 0 {
+		t.Errorf("Event writes = %v; want the manager's create and patch of Events in the create phase", events)
+	}
+	if got["create"]["replicaset-controller"] != 5 || got["update"]["deployment-controller"] != 1 || len(got["create"]) != 1 || len(got["update"]) != 1 {
 		t.Errorf("requests by client = %v; want the manager's requests only, each in its phase", got)
 	}
 }

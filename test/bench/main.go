@@ -14,9 +14,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,16 +43,40 @@ type Config struct {
 	ByClient bool `json:"byClient"`
 	// PhaseTimeout bounds each phase.
 	PhaseTimeout time.Duration `json:"-"`
+	// Scale says the large preset (-scale) set the sizes not given explicitly.
+	Scale bool `json:"scale,omitempty"`
+	// Quiet is how long the idle cluster is measured after the create phase; 0: not.
+	Quiet        time.Duration `json:"-"`
+	QuietSeconds float64       `json:"quietSeconds"`
+	// Settle is how long a manager must stay idle after a phase converged before its
+	// settled RSS is read.
+	Settle        time.Duration `json:"-"`
+	SettleSeconds float64       `json:"settleSeconds"`
+	// Profile has each phase's CPU and heap profiles taken (-profile).
+	Profile bool `json:"profile,omitempty"`
+}
+
+// scalePreset is -scale: the size at which issue 24 found kcm slower and heavier.
+var scalePreset = map[string]string{
+	"deployments":    "2000",
+	"replicas":       "10",
+	"nodes":          "200",
+	"kube-api-qps":   "400",
+	"kube-api-burst": "800",
 }
 
 // Result is the JSON written to -out.
 type Result struct {
-	Time           time.Time          `json:"time"`
-	Machine        Machine            `json:"machine"`
-	Config         Config             `json:"config"`
-	Managers       []*ManagerResult   `json:"managers"`
-	Ratio          map[string]float64 `json:"ratioKCMToUpstream,omitempty"`
-	APIServerLimit *Baseline          `json:"apiserverLimit,omitempty"`
+	Time     time.Time          `json:"time"`
+	Machine  Machine            `json:"machine"`
+	Config   Config             `json:"config"`
+	Managers []*ManagerResult   `json:"managers"`
+	Ratio    map[string]float64 `json:"ratioKCMToUpstream,omitempty"`
+	// Goals are issue 24's goals for kcm/upstream, each met or not.
+	Goals          []Goal    `json:"goals,omitempty"`
+	APIServerLimit *Baseline `json:"apiserverLimit,omitempty"`
+	// MemorySlope is -memory-slope's runs, nil without it.
+	MemorySlope *MemorySlope `json:"memorySlope,omitempty"`
 }
 
 // Machine says where the numbers come from.
@@ -71,6 +97,7 @@ func main() {
 		logRoot   string
 		baseline  bool
 		ctrlFlags string
+		slope     string
 	)
 	flag.IntVar(&cfg.Deployments, "deployments", 500, "Deployments created at once")
 	flag.IntVar(&cfg.Replicas, "replicas", 4, "replicas of each Deployment")
@@ -89,19 +116,57 @@ func main() {
 	flag.StringVar(&out, "out", "bin/bench/result.json", "JSON result file")
 	flag.StringVar(&logRoot, "logs", "bin/bench/logs", "component logs go under <logs>/<timestamp>/<manager>/")
 	flag.BoolVar(&baseline, "apiserver-baseline", true, "also measure a plain client creating the same number of pods")
+	flag.BoolVar(&cfg.Scale, "scale", false, "the large preset: 2,000 Deployments × 10 replicas on 200 nodes, --kube-api-qps=400 --kube-api-burst=800 (flags given explicitly override it)")
+	flag.DurationVar(&cfg.Quiet, "quiet", time.Minute, "measure the manager's CPU on the idle cluster for this long after the create phase (0: not)")
+	flag.DurationVar(&cfg.Settle, "settle", 5*time.Second, "after a phase converged, wait until the manager has used under 0.05 cores for this long (at most 2 minutes) before reading its settled RSS and starting the next phase")
+	flag.StringVar(&slope, "memory-slope", "", "pod counts, e.g. 2000,10000,20000: for each, both managers on fresh clusters run the create phase and the quiet cluster only, for peak and settled RSS per pod (-replicas per Deployment; at least -nodes nodes, one per 100 pods)")
+	flag.BoolVar(&cfg.Profile, "profile", false, "take each manager's CPU profile during each phase and its heap profile at each phase's convergence from /debug/pprof, into <logs>/<timestamp>/<manager>/<phase>.{cpu,heap}.pprof, with the top 15 functions in <phase>.top.txt (profiling costs the managers some CPU)")
 	flag.Parse()
+	if cfg.Scale {
+		if err := applyPreset(flag.CommandLine, scalePreset); err != nil {
+			fail(err)
+		}
+	}
+	cfg.QuietSeconds, cfg.SettleSeconds = cfg.Quiet.Seconds(), cfg.Settle.Seconds()
+	slopePods, err := parseSizes(slope)
+	if err != nil {
+		fail(fmt.Errorf("-memory-slope: %w", err))
+	}
 	ctrllog.SetLogger(logr.Discard()) // envtest's chatter; the components log to files
 
+	binaries := map[string]string{"kcm": kcmBin, "upstream": upBin}
+	names := strings.Split(managers, ",")
+	for _, name := range names {
+		if _, ok := binaries[name]; !ok {
+			fail(fmt.Errorf("unknown manager %q: kcm or upstream", name))
+		}
+	}
 	if ctrlFlags == "" {
+		var known map[string]bool
+		if slices.Contains(names, "upstream") {
+			// kcm also has cloud-controller-manager's loops, which upstream's
+			// kube-controller-manager refuses to be given.
+			help, _ := exec.Command(upBin, "--help").CombinedOutput()
+			if known = upstreamControllers(string(help)); known == nil {
+				fail(fmt.Errorf("%s --help lists no controllers", upBin))
+			}
+		}
+		var left []string
 		for _, d := range controller.Registry() {
-			if d.Built() {
+			switch {
+			case !d.Built():
+			case known != nil && !known[d.Name]:
+				left = append(left, d.Name)
+			default:
 				cfg.Controllers = append(cfg.Controllers, d.Name)
 			}
+		}
+		if len(left) > 0 {
+			fmt.Printf("bench: not run, upstream's kube-controller-manager has no such controllers: %s\n", strings.Join(left, ", "))
 		}
 	} else {
 		cfg.Controllers = strings.Split(ctrlFlags, ",")
 	}
-	binaries := map[string]string{"kcm": kcmBin, "upstream": upBin}
 	for _, path := range []string{kcmBin, upBin, kwok, filepath.Join(assets, "kube-apiserver")} {
 		if _, err := os.Stat(path); err != nil {
 			fail(fmt.Errorf("%w: run `make bench`, which builds it", err))
@@ -118,15 +183,16 @@ func main() {
 	runDir := filepath.Join(logRoot, res.Time.Format("20060102-150405"))
 	fmt.Printf("bench: %d Deployments × %d replicas on %d KWOK nodes, --kube-api-qps=%g --kube-api-burst=%d; logs in %s\n",
 		cfg.Deployments, cfg.Replicas, cfg.Nodes, cfg.QPS, cfg.Burst, runDir)
-	for _, name := range strings.Split(managers, ",") {
-		bin, ok := binaries[name]
-		if !ok {
-			fail(fmt.Errorf("unknown manager %q: kcm or upstream", name))
-		}
-		abs, _ := filepath.Abs(bin)
+	for _, name := range names {
+		abs, _ := filepath.Abs(binaries[name])
 		m := Manager{Name: name, Binary: abs}
 		fmt.Printf("bench: %s\n", name)
-		r, err := run(ctx, cfg, m, clusterPaths{dir: filepath.Join(runDir, name), assets: assets, kwok: kwok})
+		dir := filepath.Join(runDir, name)
+		opts := runOptions{}
+		if cfg.Profile {
+			opts.profiles = dir
+		}
+		r, err := run(ctx, cfg, m, clusterPaths{dir: dir, assets: assets, kwok: kwok}, opts)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", name, err))
 		}
@@ -140,13 +206,54 @@ func main() {
 		}
 		res.APIServerLimit = b
 	}
+	if len(slopePods) > 0 {
+		ms, err := measureMemorySlope(ctx, cfg, slopePods, names, binaries, runDir, assets, kwok)
+		if err != nil {
+			fail(fmt.Errorf("memory slope: %w", err))
+		}
+		res.MemorySlope = ms
+	}
 	res.Ratio = ratios(res.Managers)
+	res.Goals = goals(res)
 	printTable(os.Stdout, res)
+	printGoals(os.Stdout, res)
 	printClients(os.Stdout, res)
+	printMemorySlope(os.Stdout, res.MemorySlope)
 	if err := writeJSON(out, res); err != nil {
 		fail(err)
 	}
 	fmt.Printf("bench: wrote %s\n", out)
+}
+
+// upstreamControllers are the controllers kube-controller-manager --help lists under
+// --controllers ("All controllers: a, b, ..."), nil if it lists none.
+func upstreamControllers(help string) map[string]bool {
+	_, rest, ok := strings.Cut(help, "All controllers:")
+	if !ok {
+		return nil
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	known := map[string]bool{}
+	for _, name := range strings.Split(line, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			known[name] = true
+		}
+	}
+	return known
+}
+
+// applyPreset sets the preset's flags that the command line did not give.
+func applyPreset(fs *flag.FlagSet, preset map[string]string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, value := range preset {
+		if !given[name] {
+			if err := fs.Set(name, value); err != nil {
+				return fmt.Errorf("-%s=%s: %w", name, value, err)
+			}
+		}
+	}
+	return nil
 }
 
 func writeJSON(path string, res *Result) error {

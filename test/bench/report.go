@@ -88,6 +88,12 @@ func scrapeRequests(ctx context.Context, url string) (float64, error) {
 
 // sumMetric adds up every sample of a counter in Prometheus' text format.
 func sumMetric(r io.Reader, name string) (float64, error) {
+	return sumMetricWhere(r, name, func(map[string]string) bool { return true })
+}
+
+// sumMetricWhere adds up the samples of a counter in Prometheus' text format whose labels
+// match; a counter without any sample is an error (a renamed metric must not read as 0).
+func sumMetricWhere(r io.Reader, name string, match func(labels map[string]string) bool) (float64, error) {
 	var sum float64
 	found := false
 	sc := bufio.NewScanner(r)
@@ -98,16 +104,14 @@ func sumMetric(r io.Reader, name string) (float64, error) {
 		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
 			continue
 		}
-		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
+		labels, value, err := parseSample(rest)
 		if err != nil {
 			return 0, fmt.Errorf("parsing %q: %w", line, err)
 		}
-		sum += v
 		found = true
+		if match(labels) {
+			sum += value
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
@@ -118,17 +122,51 @@ func sumMetric(r io.Reader, name string) (float64, error) {
 	return sum, nil
 }
 
-// ratios divides kcm's numbers by upstream's, where both were measured.
-func ratios(ms []*ManagerResult) map[string]float64 {
-	var up, k *ManagerResult
-	for _, m := range ms {
-		switch m.Name {
-		case "upstream":
-			up = m
-		case "kcm":
-			k = m
+// parseSample reads `{k="v",...} value [timestamp]`, what follows a sample's name.
+func parseSample(s string) (map[string]string, float64, error) {
+	labels := map[string]string{}
+	if strings.HasPrefix(s, "{") {
+		s = s[1:]
+		for {
+			s = strings.TrimLeft(s, " ,")
+			if strings.HasPrefix(s, "}") {
+				s = s[1:]
+				break
+			}
+			key, rest, ok := strings.Cut(s, "=\"")
+			if !ok {
+				return nil, 0, fmt.Errorf("no label value")
+			}
+			var value strings.Builder
+			i := 0
+			for ; i < len(rest) && rest[i] != '"'; i++ {
+				if rest[i] == '\\' && i+1 < len(rest) {
+					i++
+					if rest[i] == 'n' {
+						value.WriteByte('\n')
+						continue
+					}
+				}
+				value.WriteByte(rest[i])
+			}
+			if i == len(rest) {
+				return nil, 0, fmt.Errorf("unterminated label value")
+			}
+			labels[strings.TrimSpace(key)] = value.String()
+			s = rest[i+1:]
 		}
 	}
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return nil, 0, fmt.Errorf("no value")
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	return labels, v, err
+}
+
+// ratios divides kcm's numbers by upstream's, where both were measured.
+func ratios(ms []*ManagerResult) map[string]float64 {
+	up, k := pair(ms)
 	if up == nil || k == nil || len(up.Phases) != len(k.Phases) {
 		return nil
 	}
@@ -138,62 +176,175 @@ func ratios(ms []*ManagerResult) map[string]float64 {
 			r[key] = a / b
 		}
 	}
-	for i := range up.Phases {
-		p, q := k.Phases[i], up.Phases[i]
+	phase := func(p, q *PhaseResult) {
 		div(p.Name+" wallSeconds", p.WallSeconds, q.WallSeconds)
 		div(p.Name+" apiRequests", p.Requests, q.Requests)
+		div(p.Name+" eventWrites", p.EventWrites, q.EventWrites)
 		div(p.Name+" cpuSeconds", p.CPUSeconds, q.CPUSeconds)
+		div(p.Name+" peakRSSBytes", float64(p.PeakRSSBytes), float64(q.PeakRSSBytes))
+		div(p.Name+" settledRSSBytes", float64(p.SettledRSSBytes), float64(q.SettledRSSBytes))
+	}
+	for i := range up.Phases {
+		phase(k.Phases[i], up.Phases[i])
+	}
+	if k.Quiet != nil && up.Quiet != nil {
+		phase(k.Quiet, up.Quiet)
+		div(quietPhase+" cores", k.Quiet.CPUSeconds/k.Quiet.WallSeconds, up.Quiet.CPUSeconds/up.Quiet.WallSeconds)
 	}
 	div("apiRequests", k.Requests, up.Requests)
+	div("eventWrites", k.EventWrites, up.EventWrites)
 	div("cpuSeconds", k.CPUSeconds, up.CPUSeconds)
 	div("peakRSSBytes", float64(k.PeakRSSBytes), float64(up.PeakRSSBytes))
 	return r
 }
 
-// printTable writes one row per measurement, one column per manager, and kcm/upstream.
+// pair is upstream's and kcm's results, nil where not measured.
+func pair(ms []*ManagerResult) (up, k *ManagerResult) {
+	for _, m := range ms {
+		switch m.Name {
+		case "upstream":
+			up = m
+		case "kcm":
+			k = m
+		}
+	}
+	return up, k
+}
+
+// Goal is one of issue 24's goals for kcm against upstream.
+type Goal struct {
+	// Name is what is compared, e.g. "create: convergence".
+	Name  string  `json:"name"`
+	Ratio float64 `json:"ratio"`
+	// At most Max (or, for throughput, at least Min).
+	Max  float64 `json:"max,omitempty"`
+	Min  float64 `json:"min,omitempty"`
+	Met  bool    `json:"met"`
+	Note string  `json:"note,omitempty"`
+}
+
+// goals checks issue 24's goals, per phase and over the whole run: kcm's time to converge
+// at most 0.67 of upstream's, its CPU seconds 0.8, its peak RSS 0.7, its API requests
+// (Events included) 1; and, with unlimited QPS, pods created per second at least 0.8 of
+// what the API server accepts from a plain client.
+func goals(res *Result) []Goal {
+	if res.Ratio == nil {
+		return nil
+	}
+	var out []Goal
+	atMost := func(name, key string, limit float64, note string) {
+		if r, ok := res.Ratio[key]; ok {
+			out = append(out, Goal{Name: name, Ratio: r, Max: limit, Met: r <= limit, Note: note})
+		}
+	}
+	up, _ := pair(res.Managers)
+	for _, p := range up.Phases {
+		atMost(p.Name+": convergence", p.Name+" wallSeconds", 0.67, "")
+		atMost(p.Name+": CPU seconds", p.Name+" cpuSeconds", 0.8, "")
+		atMost(p.Name+": peak RSS", p.Name+" peakRSSBytes", 0.7, "peak so far")
+		atMost(p.Name+": API requests", p.Name+" apiRequests", 1, "Events included")
+	}
+	atMost("whole run: CPU seconds", "cpuSeconds", 0.8, "start-up and the quiet cluster included")
+	atMost("whole run: peak RSS", "peakRSSBytes", 0.7, "")
+	atMost("whole run: API requests", "apiRequests", 1, "Events included")
+	_, k := pair(res.Managers)
+	if b := res.APIServerLimit; b != nil && b.PodsPerSecond > 0 && len(k.Phases) > 0 {
+		r := k.Phases[0].PodsPerSecond / b.PodsPerSecond
+		g := Goal{Name: "create: pods/s of the API server's limit", Ratio: r, Min: 0.8, Met: r >= 0.8}
+		if res.Config.QPS > 0 {
+			g.Note = "the goal is for unlimited QPS; this run's is limited"
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// printTable writes one row per phase per manager, and kcm/upstream under each phase.
 func printTable(w io.Writer, res *Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := []string{""}
-	for _, m := range res.Managers {
-		header = append(header, m.Name)
-	}
-	if res.Ratio != nil {
-		header = append(header, "kcm/upstream")
-	}
 	fmt.Fprintf(w, "\n%d Deployments × %d replicas, %d KWOK nodes, --kube-api-qps=%g --kube-api-burst=%d, %d CPUs\n",
 		res.Config.Deployments, res.Config.Replicas, res.Config.Nodes, res.Config.QPS, res.Config.Burst, res.Machine.CPUs)
-	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	row := func(label, ratioKey, format string, value func(*ManagerResult) float64) {
-		cells := []string{label}
+	fmt.Fprintf(w, "wall: to convergence; requests (Event writes among them), CPU: until the manager settled (idle %s); peak RSS: VmHWM, the peak so far; settled RSS: VmRSS once settled\n",
+		res.Config.Settle)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tmanager\twall s\tpods/s\tAPI requests\tEvents\tCPU s\tpeak RSS MiB\tsettled RSS MiB\t")
+	cells := func(c ...string) { fmt.Fprintln(tw, strings.Join(c, "\t")+"\t") }
+	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
+	ratio := func(key, format string) string {
+		if r, ok := res.Ratio[key]; ok {
+			return fmt.Sprintf(format, r)
+		}
+		return ""
+	}
+	phase := func(name string, get func(*ManagerResult) *PhaseResult) {
 		for _, m := range res.Managers {
-			cells = append(cells, fmt.Sprintf(format, value(m)))
+			p := get(m)
+			if p == nil {
+				continue
+			}
+			pods, cpu := "", f("%.1f", p.CPUSeconds)
+			if p.PodsCreated > 0 {
+				pods = f("%.1f", p.PodsPerSecond)
+			}
+			if name == quietPhase {
+				cpu = fmt.Sprintf("%.1f (%.3f cores)", p.CPUSeconds, p.CPUSeconds/p.WallSeconds)
+			}
+			cells(name, m.Name, f("%.1f", p.WallSeconds), pods, f("%.0f", p.Requests), f("%.0f", p.EventWrites), cpu,
+				f("%.0f", mib(p.PeakRSSBytes)), f("%.0f", mib(p.SettledRSSBytes)))
 		}
 		if res.Ratio != nil {
-			if r, ok := res.Ratio[ratioKey]; ok {
-				cells = append(cells, fmt.Sprintf("%.2f", r))
-			} else {
-				cells = append(cells, "")
+			cpu := ratio(name+" cpuSeconds", "%.2f")
+			if name == quietPhase {
+				cpu = ratio(name+" cores", "%.2f")
 			}
+			wall := ratio(name+" wallSeconds", "%.2f")
+			if name == quietPhase {
+				wall = "" // the same for both
+			}
+			cells(name, "kcm/upstream", wall, "", ratio(name+" apiRequests", "%.2f"),
+				ratio(name+" eventWrites", "%.2f"), cpu, ratio(name+" peakRSSBytes", "%.2f"), ratio(name+" settledRSSBytes", "%.2f"))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if len(res.Managers) > 0 {
 		for i, p := range res.Managers[0].Phases {
-			phase := func(m *ManagerResult) *PhaseResult { return m.Phases[i] }
-			row(p.Name+": wall s", p.Name+" wallSeconds", "%.1f", func(m *ManagerResult) float64 { return phase(m).WallSeconds })
-			if p.PodsCreated > 0 {
-				row(p.Name+": pods/s", "", "%.1f", func(m *ManagerResult) float64 { return phase(m).PodsPerSecond })
+			phase(p.Name, func(m *ManagerResult) *PhaseResult { return m.Phases[i] })
+			if p.Name == "create" && res.Managers[0].Quiet != nil {
+				phase(quietPhase, func(m *ManagerResult) *PhaseResult { return m.Quiet })
 			}
-			row(p.Name+": API requests", p.Name+" apiRequests", "%.0f", func(m *ManagerResult) float64 { return phase(m).Requests })
-			row(p.Name+": CPU s", p.Name+" cpuSeconds", "%.1f", func(m *ManagerResult) float64 { return phase(m).CPUSeconds })
 		}
 	}
-	row("total API requests", "apiRequests", "%.0f", func(m *ManagerResult) float64 { return m.Requests })
-	row("total CPU s", "cpuSeconds", "%.1f", func(m *ManagerResult) float64 { return m.CPUSeconds })
-	row("peak RSS MiB", "peakRSSBytes", "%.0f", func(m *ManagerResult) float64 { return float64(m.PeakRSSBytes) / (1 << 20) })
+	for _, m := range res.Managers {
+		cells("whole run", m.Name, "", "", f("%.0f", m.Requests), f("%.0f", m.EventWrites), f("%.1f", m.CPUSeconds), f("%.0f", mib(m.PeakRSSBytes)), "")
+	}
+	if res.Ratio != nil {
+		cells("whole run", "kcm/upstream", "", "", ratio("apiRequests", "%.2f"), ratio("eventWrites", "%.2f"), ratio("cpuSeconds", "%.2f"), ratio("peakRSSBytes", "%.2f"), "")
+	}
 	_ = tw.Flush()
+	if len(res.Managers) > 0 {
+		fmt.Fprintf(w, "Events counted from %s\n", res.Managers[0].EventSource)
+	}
 	if b := res.APIServerLimit; b != nil {
 		fmt.Fprintf(w, "API server limit: a plain client (%d in flight, no rate limit) created %d pods in %.1f s = %.0f pods/s\n",
 			res.Config.Workers, b.Pods, b.WallSeconds, b.PodsPerSecond)
 	}
+}
+
+// printGoals writes issue 24's goals, each met or not.
+func printGoals(w io.Writer, res *Result) {
+	if len(res.Goals) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nissue 24's goals, kcm/upstream:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, g := range res.Goals {
+		target := fmt.Sprintf("≤ %.2f", g.Max)
+		if g.Min != 0 {
+			target = fmt.Sprintf("≥ %.2f", g.Min)
+		}
+		met := "met"
+		if !g.Met {
+			met = "NOT met"
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\n", g.Name, g.Ratio, target, met, g.Note)
+	}
+	_ = tw.Flush()
 }

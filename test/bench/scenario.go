@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,20 +39,41 @@ type Manager struct {
 type ManagerResult struct {
 	Name   string         `json:"name"`
 	Phases []*PhaseResult `json:"phases"`
+	// Quiet is the idle cluster after the create phase (-quiet), nil when not measured.
+	Quiet *PhaseResult `json:"quiet,omitempty"`
 	// Requests is every API request the manager made from start to stop.
 	Requests float64 `json:"apiRequests"`
+	// EventWrites is every Event the manager created or updated from start to stop
+	// (EventSource says how they were counted); they are part of Requests.
+	EventWrites float64 `json:"eventWrites"`
+	EventSource string  `json:"eventSource"`
 	// CPUSeconds is the manager's user+system time from start to stop.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// PeakRSSBytes is the manager's VmHWM at the end.
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
 }
 
-// PhaseResult is one phase of the scenario.
+// PhaseResult is one phase of the scenario. A phase runs from its first request to the
+// manager having settled after convergence (see settle): WallSeconds is the time to
+// convergence, the manager's costs (requests, Events, CPU) cover the settling too, since
+// they are work the phase caused, and the next phase starts only once this one settled.
 type PhaseResult struct {
 	Name        string  `json:"name"`
 	WallSeconds float64 `json:"wallSeconds"`
-	Requests    float64 `json:"apiRequests"`
+	// SettleSeconds is how long the manager took to become idle after convergence;
+	// Settled says whether it did within the limit (else the RSS is read anyway).
+	SettleSeconds float64 `json:"settleSeconds"`
+	Settled       bool    `json:"settled"`
+	Requests      float64 `json:"apiRequests"`
+	// EventWrites are the phase's Event creates and updates by the manager, counted
+	// within Requests.
+	EventWrites float64 `json:"eventWrites"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
+	// PeakRSSBytes is VmHWM once the phase settled: the peak so far, since the kernel's
+	// high-water mark cannot be reset between phases.
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	// SettledRSSBytes is VmRSS once the phase settled.
+	SettledRSSBytes int64 `json:"settledRSSBytes"`
 	// PodsCreated counts pods that came into being during the phase; PodsPerSecond is that
 	// over the phase's wall time.
 	PodsCreated   int     `json:"podsCreated"`
@@ -67,16 +89,34 @@ type clusterPaths struct{ dir, assets, kwok string }
 type sample struct {
 	at       time.Time
 	requests float64
-	usage    cluster.Usage
+	// events is the API server's count of core/v1 Event writes (eventWrites).
+	events float64
+	usage  cluster.Usage
 }
 
+// runOptions select what run measures beyond the phases' convergence.
+type runOptions struct {
+	// createOnly stops after the create phase (and the quiet cluster): the memory slope.
+	createOnly bool
+	// profiles, when set, is where each phase's CPU and heap profiles go.
+	profiles string
+}
+
+// idleCores is the CPU use below which a manager counts as idle: both managers use about
+// 0.02 cores on a quiet cluster of 20,000 pods (issue 24), the driver's polling included.
+const idleCores = 0.05
+
 // run measures one manager on a fresh cluster.
-func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*ManagerResult, error) {
+func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts runOptions) (*ManagerResult, error) {
 	c, err := cluster.Start(ctx, cluster.Options{Dir: paths.dir, Assets: paths.assets, KWOK: paths.kwok, Nodes: cfg.Nodes, Audit: cfg.ByClient})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.Stop() }()
+	apiserver, err := newAPIServerScraper(c.Config)
+	if err != nil {
+		return nil, err
+	}
 
 	port, err := freePort()
 	if err != nil {
@@ -86,7 +126,21 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 	if err != nil {
 		return nil, err
 	}
-	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	// A manager that exits (refusing a flag, say) ends the run at once, not at a timeout.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		for !proc.Exited() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		cancel(fmt.Errorf("%s", proc.State()))
+	}()
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	metricsURL := base + "/metrics"
 	take := func() (sample, error) {
 		if proc.Exited() {
 			return sample{}, fmt.Errorf("%s", proc.State())
@@ -95,17 +149,24 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 		if err != nil {
 			return sample{}, fmt.Errorf("scraping %s: %w (%s)", metricsURL, err, proc.State())
 		}
+		events, err := apiserver.eventWrites(ctx)
+		if err != nil {
+			return sample{}, fmt.Errorf("scraping the API server's metrics: %w", err)
+		}
 		u, err := proc.Usage()
-		return sample{at: time.Now(), requests: reqs, usage: u}, err
+		return sample{at: time.Now(), requests: reqs, events: events, usage: u}, err
 	}
 
 	if err := c.WaitNodesSchedulable(ctx, 3*time.Minute); err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, proc.State())
 	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
 	if err := createNamespace(ctx, c.Client, namespace, 2*time.Minute); err != nil {
 		return nil, err
 	}
-	res := &ManagerResult{Name: m.Name}
+	res := &ManagerResult{Name: m.Name, EventSource: eventsFromMetrics}
 	// The phase's pods: Deployments' pods of the phase's template. A slow start of the
 	// metrics endpoint would otherwise count against the first phase.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -128,10 +189,18 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 		{"rolling update", cfg.Deployments * cfg.Replicas, updateImages, deploymentsComplete},
 		{"delete", 0, deleteDeployments, podsGone},
 	}
+	if opts.createOnly {
+		phases = phases[:1]
+	}
+	var prof *profiler
+	if opts.profiles != "" {
+		prof = &profiler{base: base, dir: opts.profiles}
+	}
 	prev := start
 	var windows []window
 	for _, ph := range phases {
 		fmt.Printf("bench: %s: %s\n", m.Name, ph.name)
+		cpu := prof.startCPU(ctx, ph.name)
 		if err := ph.act(ctx, c.Client, cfg); err != nil {
 			return nil, fmt.Errorf("%s: %w", ph.name, err)
 		}
@@ -147,53 +216,180 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths) (*Manag
 		if err != nil {
 			return nil, fmt.Errorf("%s did not finish within %s (%s): %w", ph.name, cfg.PhaseTimeout, last, err)
 		}
+		converged := time.Now()
+		prof.heap(ctx, ph.name)
+		cpu.finish()
+		settled, err := waitIdle(ctx, proc, cfg.Settle)
+		if err != nil {
+			return nil, err
+		}
 		end, err := take()
 		if err != nil {
 			return nil, err
 		}
-		pr := &PhaseResult{
-			Name:        ph.name,
-			WallSeconds: end.at.Sub(prev.at).Seconds(),
-			Requests:    end.requests - prev.requests,
-			CPUSeconds:  (end.usage.CPU - prev.usage.CPU).Seconds(),
-			PodsCreated: ph.pods,
-		}
+		pr := phaseResult(ph.name, prev, end)
+		pr.WallSeconds = converged.Sub(prev.at).Seconds()
+		pr.SettleSeconds = end.at.Sub(converged).Seconds()
+		pr.Settled = settled
+		pr.PodsCreated = ph.pods
 		if ph.pods > 0 {
 			pr.PodsPerSecond = float64(ph.pods) / pr.WallSeconds
 		}
 		res.Phases = append(res.Phases, pr)
 		windows = append(windows, window{name: ph.name, start: prev.at, end: end.at})
-		fmt.Printf("bench: %s: %s took %.1f s, %.0f API requests, %.1f CPU s\n", m.Name, ph.name, pr.WallSeconds, pr.Requests, pr.CPUSeconds)
+		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB)\n",
+			m.Name, ph.name, pr.WallSeconds, pr.SettleSeconds, pr.Requests, pr.EventWrites, pr.CPUSeconds, mib(pr.SettledRSSBytes), mib(pr.PeakRSSBytes))
 		prev = end
+
+		if ph.name == "create" && cfg.Quiet > 0 {
+			fmt.Printf("bench: %s: quiet cluster for %s\n", m.Name, cfg.Quiet)
+			cpu := prof.startCPU(ctx, quietPhase)
+			select {
+			case <-time.After(cfg.Quiet):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			end, err := take()
+			if err != nil {
+				return nil, err
+			}
+			// The profiles after the measurement: the chunk in flight would stretch it.
+			prof.heap(ctx, quietPhase)
+			cpu.finish()
+			q := phaseResult(quietPhase, prev, end)
+			q.WallSeconds = end.at.Sub(prev.at).Seconds()
+			q.Settled = true
+			res.Quiet = q
+			windows = append(windows, window{name: quietPhase, start: prev.at, end: end.at})
+			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB\n",
+				m.Name, q.CPUSeconds/q.WallSeconds, q.Requests, q.EventWrites, mib(q.SettledRSSBytes))
+			prev = end
+		}
 	}
 	if cfg.ByClient {
-		byPhase, err := requestsByClient(c.AuditLog, filepath.Base(m.Binary), windows)
+		byPhase, events, err := requestsByClient(c.AuditLog, filepath.Base(m.Binary), windows)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range res.Phases {
+		// The audit log names the writer of each Event: where it is kept, it counts them.
+		res.EventSource = eventsFromAudit
+		for _, p := range append(slices.Clone(res.Phases), res.Quiet) {
+			if p == nil {
+				continue
+			}
 			p.ByClient = byPhase[p.Name]
+			if float64(events[p.Name]) != p.EventWrites {
+				fmt.Printf("bench: %s: %s: %d Event writes by the manager in the audit log, %.0f core/v1 Event writes in the API server's metrics\n",
+					m.Name, p.Name, events[p.Name], p.EventWrites)
+			}
+			p.EventWrites = float64(events[p.Name])
 		}
 	}
 	// Totals cover the manager's whole life, start-up and idle included.
 	res.Requests = prev.requests
+	res.EventWrites = prev.events
+	if cfg.ByClient {
+		res.EventWrites = 0
+		for _, p := range append(slices.Clone(res.Phases), res.Quiet) {
+			if p != nil {
+				res.EventWrites += p.EventWrites
+			}
+		}
+	}
 	res.CPUSeconds = prev.usage.CPU.Seconds()
 	res.PeakRSSBytes = prev.usage.PeakRSS
 	return res, nil
 }
 
+// quietPhase names the idle cluster after the create phase.
+const quietPhase = "quiet"
+
+// phaseResult is the manager's costs between two samples and its memory at the second.
+func phaseResult(name string, from, to sample) *PhaseResult {
+	return &PhaseResult{
+		Name:            name,
+		Requests:        to.requests - from.requests,
+		EventWrites:     to.events - from.events,
+		CPUSeconds:      (to.usage.CPU - from.usage.CPU).Seconds(),
+		PeakRSSBytes:    to.usage.PeakRSS,
+		SettledRSSBytes: to.usage.RSS,
+	}
+}
+
+// waitIdle waits, after a phase converged, until the manager has used less than idleCores
+// over the last window (at most settleLimit), so that the settled RSS is what the manager
+// keeps once its work is done: the Go runtime's background scavenger has returned some of
+// the freed heap by then, but no GC is forced, as none is in production. It reports whether
+// the manager became idle. Only /proc is read meanwhile: scraping the manager would be work
+// of its own.
+func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration) (bool, error) {
+	if window <= 0 {
+		return true, nil
+	}
+	const tick = 250 * time.Millisecond
+	limit := max(settleLimit, 4*window)
+	var history []cpuSample
+	deadline := time.Now().Add(limit)
+	for {
+		if proc.Exited() {
+			return false, fmt.Errorf("%s", proc.State())
+		}
+		u, err := proc.Usage()
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		history = append(history, cpuSample{now, u.CPU})
+		if idle(history, window) {
+			return true, nil
+		}
+		if now.After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-time.After(tick):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// cpuSample is a process's CPU time at an instant.
+type cpuSample struct {
+	at  time.Time
+	cpu time.Duration
+}
+
+// idle reports whether, from the newest sample at least window before the last one to the
+// last, the process used less than idleCores.
+func idle(history []cpuSample, window time.Duration) bool {
+	last := history[len(history)-1]
+	for i := len(history) - 2; i >= 0; i-- {
+		if d := last.at.Sub(history[i].at); d >= window {
+			return (last.cpu-history[i].cpu).Seconds()/d.Seconds() < idleCores
+		}
+	}
+	return false
+}
+
+// settleLimit is the longest waitIdle waits for the manager to become idle.
+const settleLimit = 2 * time.Minute
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
 // managerArgs are the flags both managers get: kubeadm's static pod command line, as the
 // user system:kube-controller-manager with --use-service-account-credentials (each
 // controller under its own upstream role), with the same controllers, client QPS and burst,
-// and /metrics on loopback without authentication, so the driver can read
-// rest_client_requests_total.
+// and /metrics and /debug/pprof (both serve it with upstream's default --profiling) on
+// loopback without authorization, so the driver can read rest_client_requests_total and,
+// with -profile, take profiles.
 func managerArgs(cfg Config, c *cluster.Cluster, port int) []string {
 	return c.KubeadmArgs(
 		"--controllers="+strings.Join(cfg.Controllers, ","),
 		"--kube-api-qps="+strconv.FormatFloat(cfg.QPS, 'f', -1, 64),
 		"--kube-api-burst="+strconv.Itoa(cfg.Burst),
 		"--secure-port="+strconv.Itoa(port),
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 	)
 }
 

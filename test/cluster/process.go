@@ -97,13 +97,15 @@ type Usage struct {
 	CPU time.Duration
 	// PeakRSS is the resident set's high-water mark (VmHWM), in bytes.
 	PeakRSS int64
+	// RSS is the resident set now (VmRSS), in bytes.
+	RSS int64
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times; 100 on every Linux port Go
 // supports.
 const clockTicks = 100
 
-// Usage reads the process's CPU time and peak RSS from /proc.
+// Usage reads the process's CPU time, peak and current RSS from /proc.
 func (p *Process) Usage() (Usage, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
@@ -127,12 +129,14 @@ func (p *Process) Usage() (Usage, error) {
 		return Usage{}, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return Usage{}, fmt.Errorf("parsing VmHWM %q: %w", rest, err)
+		for field, into := range map[string]*int64{"VmHWM:": &u.PeakRSS, "VmRSS:": &u.RSS} {
+			if rest, ok := strings.CutPrefix(line, field); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					return Usage{}, fmt.Errorf("parsing %s %q: %w", field, rest, err)
+				}
+				*into = kb * 1024
 			}
-			u.PeakRSS = kb * 1024
 		}
 	}
 	return u, nil

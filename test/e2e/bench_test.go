@@ -26,7 +26,7 @@ var _ = Describe("The benchmark", func() {
 		out := filepath.Join(logDir, "bench-result.json")
 
 		cmd := exec.CommandContext(ctx, bench,
-			"-deployments=6", "-replicas=2", "-nodes=2",
+			"-deployments=6", "-replicas=2", "-nodes=2", "-quiet=2s", "-settle=1s",
 			"-kcm="+kcmBin, "-upstream="+upstream, "-kwok="+kwokBinary,
 			"-assets="+filepath.Dir(kubectl),
 			"-out="+out, "-logs="+filepath.Join(logDir, "bench-logs"))
@@ -42,10 +42,12 @@ var _ = Describe("The benchmark", func() {
 			Managers []struct {
 				Name   string
 				Phases []struct {
-					Name        string
-					WallSeconds float64
-					Requests    float64 `json:"apiRequests"`
+					Name            string
+					WallSeconds     float64
+					Requests        float64 `json:"apiRequests"`
+					SettledRSSBytes int64
 				}
+				Quiet        *struct{ WallSeconds float64 }
 				Requests     float64 `json:"apiRequests"`
 				CPUSeconds   float64
 				PeakRSSBytes int64
@@ -60,7 +62,10 @@ var _ = Describe("The benchmark", func() {
 			for _, p := range m.Phases {
 				Expect(p.WallSeconds).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
 				Expect(p.Requests).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
+				Expect(p.SettledRSSBytes).To(BeNumerically(">", 1<<20), "%s %s", m.Name, p.Name)
 			}
+			Expect(m.Quiet).NotTo(BeNil(), m.Name)
+			Expect(m.Quiet.WallSeconds).To(BeNumerically(">=", 2), m.Name)
 			Expect(m.CPUSeconds).To(BeNumerically(">", 0), m.Name)
 			Expect(m.PeakRSSBytes).To(BeNumerically(">", 1<<20), m.Name)
 		}

@@ -1,0 +1,183 @@
+//go:build linux
+
+package main
+
+import (
+	"flag"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIdle(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	at := func(s float64, cpuMillis int) cpuSample {
+		return cpuSample{t0.Add(time.Duration(s * float64(time.Second))), time.Duration(cpuMillis) * time.Millisecond}
+	}
+	for _, tc := range []struct {
+		name    string
+		history []cpuSample
+		want    bool
+	}{
+		{"no sample a window old yet", []cpuSample{at(0, 0), at(4, 0)}, false},
+		{"idle for the window", []cpuSample{at(0, 0), at(5, 100)}, true},   // 0.02 cores
+		{"busy over the window", []cpuSample{at(0, 0), at(5, 500)}, false}, // 0.1 cores
+		{"busy before the window only", []cpuSample{at(0, 0), at(1, 900), at(6, 950)}, true},
+		{"busy at the end", []cpuSample{at(0, 0), at(1, 0), at(6, 400)}, false},
+	} {
+		if got := idle(tc.history, 5*time.Second); got != tc.want {
+			t.Errorf("%s: idle = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestApplyPreset(t *testing.T) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	deployments := fs.Int("deployments", 500, "")
+	replicas := fs.Int("replicas", 4, "")
+	qps := fs.Float64("kube-api-qps", 20, "")
+	if err := fs.Parse([]string{"-replicas=3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyPreset(fs, map[string]string{"deployments": "2000", "replicas": "10", "kube-api-qps": "400"}); err != nil {
+		t.Fatal(err)
+	}
+	if *deployments != 2000 || *qps != 400 || *replicas != 3 {
+		t.Errorf("deployments %d, qps %g, replicas %d; want the preset's 2000 and 400, and the explicit 3", *deployments, *qps, *replicas)
+	}
+}
+
+func TestUpstreamControllers(t *testing.T) {
+	help := `      --controllers strings    A list of controllers to enable. '*' enables all on-by-default controllers.
+                               All controllers: bootstrap-signer-controller, cronjob-controller, ttl-controller
+                               Disabled-by-default controllers: bootstrap-signer-controller (default [*])
+`
+	got := upstreamControllers(help)
+	if len(got) != 3 || !got["bootstrap-signer-controller"] || !got["cronjob-controller"] || !got["ttl-controller"] {
+		t.Errorf("upstreamControllers = %v; want the three listed", got)
+	}
+	if got := upstreamControllers("Usage: something else"); got != nil {
+		t.Errorf("upstreamControllers of a help without controllers = %v, want nil", got)
+	}
+}
+
+func TestEventWritesFromAPIServerMetrics(t *testing.T) {
+	text := `# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="PATCH",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="PUT",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="namespace",subresource="",verb="LIST",version="v1"} 100
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 50
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 1000
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 1000
+`
+	got, err := sumMetricWhere(strings.NewReader(text), "apiserver_request_total", isEventWrite)
+	if err != nil || got != 11 {
+		t.Errorf("core/v1 Event writes = %v, %v; want 11 (created, patched, updated; not listed, not events.k8s.io's, not other resources)", got, err)
+	}
+}
+
+func TestParseSample(t *testing.T) {
+	for in, want := range map[string]struct {
+		labels map[string]string
+		value  float64
+	}{
+		` 5`:                                 {map[string]string{}, 5},
+		`{a="1",b="x y"} 2.5`:                {map[string]string{"a": "1", "b": "x y"}, 2.5},
+		`{a="q\"uote",b="back\\slash",} 1e3`: {map[string]string{"a": `q"uote`, "b": `back\slash`}, 1000},
+		`{} 3 1700000000000`:                 {map[string]string{}, 3},
+	} {
+		labels, value, err := parseSample(in)
+		if err != nil || value != want.value || len(labels) != len(want.labels) {
+			t.Errorf("parseSample(%q) = %v, %v, %v; want %v, %v", in, labels, value, err, want.labels, want.value)
+			continue
+		}
+		for k, v := range want.labels {
+			if labels[k] != v {
+				t.Errorf("parseSample(%q)[%s] = %q, want %q", in, k, labels[k], v)
+			}
+		}
+	}
+	for _, bad := range []string{`{a="1"`, `{a} 1`, `{a="1"}`} {
+		if _, _, err := parseSample(bad); err == nil {
+			t.Errorf("parseSample(%q) must fail", bad)
+		}
+	}
+}
+
+func TestSlopeConfig(t *testing.T) {
+	base := Config{Deployments: 500, Replicas: 10, Nodes: 50, ByClient: true}
+	for _, tc := range []struct {
+		pods                        int
+		deployments, replicas, node int
+	}{
+		{2000, 200, 10, 50},
+		{20000, 2000, 10, 200},
+		{10001, 1000, 10, 100},
+		{5, 1, 5, 50},
+	} {
+		c := slopeConfig(base, tc.pods)
+		if c.Deployments != tc.deployments || c.Replicas != tc.replicas || c.Nodes != tc.node || c.ByClient {
+			t.Errorf("slopeConfig(%d) = %d × %d on %d nodes (audit %v); want %d × %d on %d, no audit",
+				tc.pods, c.Deployments, c.Replicas, c.Nodes, c.ByClient, tc.deployments, tc.replicas, tc.node)
+		}
+	}
+}
+
+func TestLeastSquaresSlope(t *testing.T) {
+	for _, tc := range []struct {
+		x, y []float64
+		want float64
+	}{
+		{[]float64{2000, 10000, 20000}, []float64{100e6 + 2000*8000, 100e6 + 10000*8000, 100e6 + 20000*8000}, 8000},
+		{[]float64{1, 2, 3}, []float64{1, 3, 2}, 0.5},
+		{[]float64{2000}, []float64{5}, 0},
+		{[]float64{2000, 2000}, []float64{5, 6}, 0},
+	} {
+		if got := leastSquaresSlope(tc.x, tc.y); math.Abs(got-tc.want) > 1e-6 {
+			t.Errorf("leastSquaresSlope(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
+
+func TestGoals(t *testing.T) {
+	phase := func(name string, wall, cpu float64, reqs float64, peak int64) *PhaseResult {
+		return &PhaseResult{Name: name, WallSeconds: wall, CPUSeconds: cpu, Requests: reqs, PeakRSSBytes: peak, PodsCreated: 100, PodsPerSecond: 100 / wall}
+	}
+	res := &Result{
+		Config: Config{QPS: 20},
+		Managers: []*ManagerResult{
+			{Name: "upstream", Phases: []*PhaseResult{phase("create", 100, 10, 1000, 100)}, CPUSeconds: 20, Requests: 2000, PeakRSSBytes: 100},
+			{Name: "kcm", Phases: []*PhaseResult{phase("create", 60, 9, 1000, 71)}, CPUSeconds: 16, Requests: 2001, PeakRSSBytes: 70},
+		},
+		APIServerLimit: &Baseline{PodsPerSecond: 2},
+	}
+	res.Ratio = ratios(res.Managers)
+	got := map[string]Goal{}
+	for _, g := range goals(res) {
+		got[g.Name] = g
+	}
+	for name, met := range map[string]bool{
+		"create: convergence":     true,  // 0.60 ≤ 0.67
+		"create: CPU seconds":     false, // 0.90 > 0.8
+		"create: peak RSS":        false, // 0.71 > 0.7
+		"create: API requests":    true,  // 1.00 ≤ 1
+		"whole run: CPU seconds":  true,  // 0.80
+		"whole run: peak RSS":     true,  // 0.70
+		"whole run: API requests": false, // 1.0005
+	} {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("no goal %q in %v", name, got)
+			continue
+		}
+		if g.Met != met {
+			t.Errorf("%s: ratio %.4f met=%v, want %v", name, g.Ratio, g.Met, met)
+		}
+	}
+	// kcm's 100 pods in 60 s are 0.83 of the API server's 2 pods/s.
+	if g := got["create: pods/s of the API server's limit"]; !g.Met || g.Min != 0.8 || g.Note == "" {
+		t.Errorf("pods/s goal = %+v; want met (0.83 ≥ 0.8), noting that this run's QPS was limited", g)
+	}
+}
