@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
@@ -168,6 +169,22 @@ func (c *Context) Clients() (client.Client, client.Reader, error) {
 		return nil, nil, err
 	}
 	return cl, reader, nil
+}
+
+// Clientset returns a client-go clientset on the controller's own connection, sharing
+// Client's token bucket: for the published helpers that write through client-go
+// (k8s.io/endpointslice's reconciler, k8s.io/cloud-provider's node helpers, component-helpers'
+// SetNodeCondition).
+func (c *Context) Clientset() (kubernetes.Interface, error) {
+	cfg, err := c.connection()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building clientset for %s: %w", c.Controller.ClientName, err)
+	}
+	return cs, nil
 }
 
 // connection is the controller's RESTConfig, built once so that its clients share one

@@ -3,7 +3,6 @@ package cloudnodelifecycle
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/cloud"
@@ -49,19 +48,15 @@ func Setup(ctx *setup.Context) error {
 		return setup.ErrSkipped
 	}
 
-	// The taint helpers and the deletion write through client-go; the cache is read through
-	// a client on the same connection (one token bucket).
-	cfg, err := ctx.RESTConfig()
+	// Writes through client-go (the published helpers) and the cached client share one
+	// connection: one token bucket.
+	cl, err := ctx.Client()
 	if err != nil {
 		return err
 	}
-	cl, err := ctx.NewClient(cfg, true)
+	cs, err := ctx.Clientset()
 	if err != nil {
 		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building clientset for %s: %w", ControllerName, err)
 	}
 	r := &Reconciler{
 		Client:    cl,

@@ -3,8 +3,6 @@ package endpointslice
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -32,18 +30,15 @@ func Setup(ctx *setup.Context) error {
 	if maxPerSlice < 1 || maxPerSlice > 1000 {
 		return fmt.Errorf("max-endpoints-per-slice must be between 1 and 1000, but got %d", maxPerSlice)
 	}
-	// The library writes through client-go: one connection (one token bucket) for both.
-	cfg, err := ctx.RESTConfig()
+	// Writes through client-go (the published helpers) and the cached client share one
+	// connection: one token bucket.
+	cl, err := ctx.Client()
 	if err != nil {
 		return err
 	}
-	cl, err := ctx.NewClient(cfg, true)
+	cs, err := ctx.Clientset()
 	if err != nil {
 		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building clientset for %s: %w", ControllerName, err)
 	}
 	r := &Reconciler{
 		Client:               cl,

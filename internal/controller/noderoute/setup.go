@@ -5,7 +5,6 @@ import (
 	"net"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	netutils "k8s.io/utils/net"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -61,18 +60,15 @@ func Setup(ctx *setup.Context) error {
 	}
 	registerMetrics()
 
-	// SetNodeCondition writes through client-go: one connection (one token bucket) for both.
-	cfg, err := ctx.RESTConfig()
+	// Writes through client-go (the published helpers) and the cached client share one
+	// connection: one token bucket.
+	cl, err := ctx.Client()
 	if err != nil {
 		return err
 	}
-	cl, err := ctx.NewClient(cfg, true)
+	cs, err := ctx.Clientset()
 	if err != nil {
 		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building clientset for %s: %w", ControllerName, err)
 	}
 	r := &Reconciler{
 		Client:       cl,
