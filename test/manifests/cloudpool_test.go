@@ -3,7 +3,6 @@ package manifests_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -23,7 +22,7 @@ var _ = Describe("config/cloud-pool, the pool provider's kustomize component", f
 		baseArgs := kcmContainer(baseDep).Args
 
 		dir := GinkgoT().TempDir()
-		overlay := componentOverlayFromComment(filepath.Join(root, component, "kustomization.yaml"), dir)
+		overlay := overlayFromComment(filepath.Join(root, component, "kustomization.yaml"), dir)
 		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644)).To(Succeed())
 		objs := parse(kustomize(dir))
 
@@ -59,38 +58,3 @@ var _ = Describe("config/cloud-pool, the pool provider's kustomize component", f
 		Expect(out).To(ContainSubstring("configmap/" + pool.DefaultConfigMap + " created (server dry run)"))
 	})
 })
-
-// componentOverlayFromComment extracts the example overlay from the comment of a component's
-// kustomization.yaml (between "my-overlay/kustomization.yaml:" and "# then") and points its
-// paths, written from a directory two levels below the repository root, at config/ from dir.
-func componentOverlayFromComment(path, dir string) []byte {
-	GinkgoHelper()
-	data, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	var lines []string
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.Contains(line, "my-overlay/kustomization.yaml:"):
-			in = true
-		case in && strings.HasPrefix(line, "# then"):
-			in = false
-		case in:
-			Expect(line).To(HavePrefix("#"), "the example overlay is one comment block")
-			lines = append(lines, strings.TrimPrefix(strings.TrimPrefix(line, "#"), "   "))
-		}
-	}
-	example := strings.TrimSpace(strings.Join(lines, "\n"))
-	Expect(example).To(And(ContainSubstring("../../config/default"), ContainSubstring("../../"+filepath.ToSlash(filepath.Dir(mustRel(root, path))))),
-		"the example overlay in %s", path)
-	config, err := filepath.Rel(dir, filepath.Join(root, "config"))
-	Expect(err).NotTo(HaveOccurred())
-	return []byte(strings.ReplaceAll(example, "../../config", config) + "\n")
-}
-
-func mustRel(base, target string) string {
-	GinkgoHelper()
-	rel, err := filepath.Rel(base, target)
-	Expect(err).NotTo(HaveOccurred())
-	return rel
-}

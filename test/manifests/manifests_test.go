@@ -313,10 +313,9 @@ var _ = Describe("config/default built by kubectl kustomize", func() {
 	})
 })
 
-// overlayFromComment extracts the example overlay from the comment of config/default's
-// kustomization.yaml (between "my-overlay/kustomization.yaml:" and "# then"), and points
-// its resources at config/default from dir, where the overlay will be (kustomize takes only
-// relative paths).
+// overlayFromComment extracts the example overlay from the comment of a kustomization.yaml
+// (config/default's, or a component's) (between "my-overlay/kustomization.yaml:" and "# then") and points its
+// paths, written from a directory two levels below the repository root, at config/ from dir.
 func overlayFromComment(path, dir string) []byte {
 	GinkgoHelper()
 	data, err := os.ReadFile(path)
@@ -335,10 +334,18 @@ func overlayFromComment(path, dir string) []byte {
 		}
 	}
 	example := strings.TrimSpace(strings.Join(lines, "\n"))
-	Expect(example).To(ContainSubstring("../../config/default"), "the example overlay in %s", path)
-	rel, err := filepath.Rel(dir, filepath.Dir(path))
+	Expect(example).To(And(ContainSubstring("../../config/default"), ContainSubstring("../../"+filepath.ToSlash(filepath.Dir(mustRel(root, path))))),
+		"the example overlay in %s", path)
+	config, err := filepath.Rel(dir, filepath.Join(root, "config"))
 	Expect(err).NotTo(HaveOccurred())
-	return []byte(strings.Replace(example, "../../config/default", rel, 1) + "\n")
+	return []byte(strings.ReplaceAll(example, "../../config", config) + "\n")
+}
+
+func mustRel(base, target string) string {
+	GinkgoHelper()
+	rel, err := filepath.Rel(base, target)
+	Expect(err).NotTo(HaveOccurred())
+	return rel
 }
 
 var _ = Describe("config/default applied to kube-apiserver", Ordered, func() {
