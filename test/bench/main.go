@@ -2,10 +2,15 @@
 
 // Command bench measures kcm against upstream's kube-controller-manager on the same work:
 // N Deployments × R replicas created at once on KWOK nodes, rolled to a new image, then
-// deleted. Each manager drives a fresh local cluster (test/cluster) with the same controllers
-// and the same --kube-api-qps/--kube-api-burst. It prints a side-by-side table and writes
-// JSON for tracking over time. `make bench` runs it at the default size; `make e2e` runs a
-// small size so it cannot rot.
+// deleted, with the idle cluster measured for -quiet after the create phase. Each manager
+// drives a fresh local cluster (test/cluster) with the same controllers and the same
+// --kube-api-qps/--kube-api-burst. Per phase it measures the time to convergence, then waits
+// for the manager to settle (idle for -settle) and reads its API requests (Event writes
+// counted apart), CPU seconds, peak RSS so far and settled RSS. -memory-slope repeats the
+// create phase at several sizes for the memory per pod; -profile saves CPU and heap profiles
+// per phase. It prints a table with kcm/upstream and issue 24's goals, and writes JSON for
+// tracking over time. `make bench` runs it at the default size, `make bench-scale` at the
+// large preset (-scale); `make e2e` runs a small size so it cannot rot.
 package main
 
 import (

@@ -322,6 +322,9 @@ func printTable(w io.Writer, res *Result) {
 	if len(res.Managers) > 0 {
 		fmt.Fprintf(w, "Events counted from %s\n", res.Managers[0].EventSource)
 	}
+	if res.Config.Profile {
+		fmt.Fprintln(w, "-profile: the managers were profiled, which costs them CPU; compare CPU and time from a run without it")
+	}
 	if b := res.APIServerLimit; b != nil {
 		fmt.Fprintf(w, "API server limit: a plain client (%d in flight, no rate limit) created %d pods in %.1f s = %.0f pods/s\n",
 			res.Config.Workers, b.Pods, b.WallSeconds, b.PodsPerSecond)
