@@ -95,9 +95,10 @@ func (r *Reconciler) waitingServices(ctx context.Context, _ client.Object) []rec
 	return r.listServices(ctx, func(svc *corev1.Service) bool { return waitingForAddress(svc, r.Class) })
 }
 
+// listServices reads the cache's Services without copies: keep only looks, and only keys leave.
 func (r *Reconciler) listServices(ctx context.Context, keep func(*corev1.Service) bool) []reconcile.Request {
 	list := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "Listing services from the cache")
 		return nil
 	}
