@@ -7,7 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/index"
 )
 
 // Kind adapts one API type to the replica logic, which works on apps/v1 ReplicaSets: a
@@ -25,6 +28,9 @@ type Kind struct {
 	SetStatus func(obj client.Object, status appsv1.ReplicaSetStatus)
 	// List returns the objects of this kind in a namespace, viewed as ReplicaSets.
 	List func(ctx context.Context, r client.Reader, namespace string) ([]*appsv1.ReplicaSet, error)
+	// SiblingUIDs lists, read-only from the cache, the UIDs of the objects of this kind in a
+	// namespace whose controller is controller (a Deployment's ReplicaSets).
+	SiblingUIDs func(ctx context.Context, r client.Reader, namespace string, controller types.UID) ([]types.UID, error)
 	// TerminatingReplicas says whether the status has the terminatingReplicas field.
 	TerminatingReplicas bool
 }
@@ -49,6 +55,21 @@ var ReplicaSetKind = Kind{
 			out[i] = &list.Items[i]
 		}
 		return out, nil
+	},
+	// Through the ReplicaSets-by-controller index, without copies: a Deployment's siblings
+	// are read for their UIDs only, and listing every ReplicaSet of the namespace with a copy
+	// each made every sync cost as much as the namespace (the profile's top item).
+	SiblingUIDs: func(ctx context.Context, r client.Reader, namespace string, controller types.UID) ([]types.UID, error) {
+		list := &appsv1.ReplicaSetList{}
+		if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{index.ControllerUID: string(controller)},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		uids := make([]types.UID, len(list.Items))
+		for i := range list.Items {
+			uids[i] = list.Items[i].UID
+		}
+		return uids, nil
 	},
 	TerminatingReplicas: true,
 }
@@ -86,6 +107,20 @@ var ReplicationControllerKind = Kind{
 			out[i] = rcAsReplicaSet(&list.Items[i])
 		}
 		return out, nil
+	},
+	// ReplicationControllers rarely have a controller: no index, a read-only list.
+	SiblingUIDs: func(ctx context.Context, r client.Reader, namespace string, controller types.UID) ([]types.UID, error) {
+		list := &corev1.ReplicationControllerList{}
+		if err := r.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		var uids []types.UID
+		for i := range list.Items {
+			if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.UID == controller {
+				uids = append(uids, list.Items[i].UID)
+			}
+		}
+		return uids, nil
 	},
 }
 

@@ -198,18 +198,14 @@ func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]
 	if ref == nil {
 		return nil, nil
 	}
-	siblings, err := r.Kind.List(ctx, r.Client, rs.Namespace)
+	siblings, err := r.Kind.SiblingUIDs(ctx, r.Client, rs.Namespace, ref.UID)
 	if err != nil {
 		return nil, err
 	}
 	var out []*corev1.Pod
-	for _, s := range siblings {
-		sref := metav1.GetControllerOfNoCopy(s)
-		if sref == nil || sref.UID != ref.UID {
-			continue
-		}
+	for _, uid := range siblings {
 		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(s.UID)}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(uid)}); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {

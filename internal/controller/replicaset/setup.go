@@ -25,7 +25,7 @@ var ReplicaSetDescriptor = setup.Descriptor{
 	Aliases:    []string{"replicaset"},
 	ClientName: "replicaset-controller",
 	Flags:      []options.Flag{options.ConcurrentReplicasetSyncs},
-	Indexes:    []index.Index{index.PodsByController},
+	Indexes:    []index.Index{index.PodsByController, index.ReplicaSetsByController},
 	Setup:      func(ctx *setup.Context) error { return run(ctx, ReplicaSetKind, options.ConcurrentReplicasetSyncs) },
 }
 
