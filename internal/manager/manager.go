@@ -72,6 +72,10 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 	cfg.QPS = opts.KubeAPIQPS
 	cfg.Burst = int(opts.KubeAPIBurst)
 	cfg.RateLimiter = nil
+	// As upstream: no gzip. Compressing every list and watch event costs the API server CPU
+	// and kcm as much again to inflate (5.7% of kcm's CPU creating 10,000 pods, issue 24),
+	// for a connection that is local or on the control plane's network.
+	cfg.DisableCompression = true
 	// Upstream silences the API server's warnings (e.g. "v1 Endpoints is deprecated" on every
 	// request of the endpoints controller): they are meant for people, not controllers.
 	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, rest.NoWarnings{}
