@@ -36,18 +36,19 @@ type Claimer struct {
 // Claim returns the objects the owner controls after adopting matching orphans and
 // releasing owned objects that stopped matching. Objects controlled by another owner are
 // never touched. Errors other than "the object is gone" are returned along with what was
-// claimed so far.
+// claimed so far. objs may be the cache's own objects (listed without copies): one that is
+// adopted or released is copied first, and an adopted one is returned as patched.
 func Claim[T client.Object](ctx context.Context, c *Claimer, objs []T) ([]T, error) {
 	var claimed []T
 	var errs []error
 	for _, obj := range objs {
-		ok, err := c.claim(ctx, obj)
+		kept, err := c.claim(ctx, obj)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if ok {
-			claimed = append(claimed, obj)
+		if kept != nil {
+			claimed = append(claimed, kept.(T))
 		}
 	}
 	if len(errs) > 0 {
@@ -56,32 +57,34 @@ func Claim[T client.Object](ctx context.Context, c *Claimer, objs []T) ([]T, err
 	return claimed, nil
 }
 
-func (c *Claimer) claim(ctx context.Context, obj client.Object) (bool, error) {
+// claim returns obj when the owner controls it, its patched copy when adopted, or nil.
+func (c *Claimer) claim(ctx context.Context, obj client.Object) (client.Object, error) {
 	matches := c.Selector.Matches(labels.Set(obj.GetLabels()))
 	ownerDeleting := c.Owner.GetDeletionTimestamp() != nil
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		if ref.UID != c.Owner.GetUID() {
-			return false, nil
+			return nil, nil
 		}
 		if matches {
-			return true, nil
+			return obj, nil
 		}
 		// An owner being deleted keeps its objects so that they are deleted with it.
 		if ownerDeleting {
-			return false, nil
+			return nil, nil
 		}
-		return false, c.release(ctx, obj)
+		return nil, c.release(ctx, obj.DeepCopyObject().(client.Object))
 	}
 	if ownerDeleting || !matches || obj.GetDeletionTimestamp() != nil || obj.GetNamespace() != c.Owner.GetNamespace() {
-		return false, nil
+		return nil, nil
 	}
-	if err := c.adopt(ctx, obj); err != nil {
+	adopted := obj.DeepCopyObject().(client.Object)
+	if err := c.adopt(ctx, adopted); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, err
+		return nil, err
 	}
-	return true, nil
+	return adopted, nil
 }
 
 func (c *Claimer) canAdopt(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -212,6 +213,52 @@ func TestTerminatingCount(t *testing.T) {
 			got := terminatingCount(tt.rss)
 			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
 				t.Errorf("terminatingCount = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEqualIgnoreHash(t *testing.T) {
+	base := func(mutate func(*corev1.PodTemplateSpec)) *corev1.PodTemplateSpec {
+		tmpl := &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "1"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1"}}},
+		}
+		if mutate != nil {
+			mutate(tmpl)
+		}
+		return tmpl
+	}
+	hash := func(v string) func(*corev1.PodTemplateSpec) {
+		return func(t *corev1.PodTemplateSpec) { t.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = v }
+	}
+	tests := []struct {
+		name string
+		a, b *corev1.PodTemplateSpec
+		want bool
+	}{
+		{name: "same", a: base(nil), b: base(nil), want: true},
+		{name: "hash on one side only", a: base(hash("abc")), b: base(nil), want: true},
+		{name: "different hashes", a: base(hash("abc")), b: base(hash("def")), want: true},
+		{name: "another label value", a: base(nil), b: base(func(t *corev1.PodTemplateSpec) { t.Labels["app"] = "db" }), want: false},
+		{name: "an extra label", a: base(hash("abc")), b: base(func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "x" }), want: false},
+		{name: "extra label against the hash", a: base(hash("abc")), b: base(func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "abc" }), want: false},
+		{name: "no labels and empty labels", a: base(func(t *corev1.PodTemplateSpec) { t.Labels = nil }), b: base(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{} }), want: true},
+		{name: "only the hash and none", a: base(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "x"} }), b: base(func(t *corev1.PodTemplateSpec) { t.Labels = nil }), want: true},
+		{name: "another image", a: base(nil), b: base(func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Image = "nginx:2" }), want: false},
+		{name: "another annotation", a: base(nil), b: base(func(t *corev1.PodTemplateSpec) { t.Annotations["a"] = "2" }), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			aLabels, bLabels := maps.Clone(tt.a.Labels), maps.Clone(tt.b.Labels)
+			if got := equalIgnoreHash(tt.a, tt.b); got != tt.want {
+				t.Errorf("equalIgnoreHash = %v, want %v", got, tt.want)
+			}
+			if got := equalIgnoreHash(tt.b, tt.a); got != tt.want {
+				t.Errorf("equalIgnoreHash reversed = %v, want %v", got, tt.want)
+			}
+			if !maps.Equal(aLabels, tt.a.Labels) || !maps.Equal(bLabels, tt.b.Labels) {
+				t.Errorf("the templates' labels were changed")
 			}
 		})
 	}

@@ -77,8 +77,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("invalid selector: %w", err))
 	}
 
-	// Observe: the pods this owner controls, and the orphans it may adopt.
-	pods, err := owned.Pods(ctx, r.Client, rs)
+	// Observe: the pods this owner controls, and the orphans it may adopt. Read-only, the
+	// cache's own: the sync only reads them (Claim copies what it patches).
+	pods, err := owned.Pods(ctx, r.Client, rs, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -192,7 +193,7 @@ func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv
 }
 
 // relatedPods are the pods of every object of this kind that shares the owner's controller
-// (the ReplicaSets of one Deployment), used to spread deletions across nodes.
+// (the ReplicaSets of one Deployment), used to spread deletions across nodes. Read-only.
 func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	ref := metav1.GetControllerOfNoCopy(rs)
 	if ref == nil {
@@ -205,7 +206,8 @@ func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]
 	var out []*corev1.Pod
 	for _, uid := range siblings {
 		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(uid)}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingFields{index.ControllerUID: string(uid)},
+			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {
