@@ -7,9 +7,14 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -18,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -54,11 +60,15 @@ type Reconciler struct {
 	// IgnoredResources are never watched (default DefaultIgnoredResources).
 	IgnoredResources map[schema.GroupResource]struct{}
 
-	graph      *graph
-	mapper     meta.RESTMapper
-	metadata   metadata.Interface
-	discovery  discovery.DiscoveryInterface
-	cache      cache.Cache
+	graph     *graph
+	mapper    meta.RESTMapper
+	metadata  metadata.Interface
+	discovery discovery.DiscoveryInterface
+	cache     cache.Cache
+	// shared is the manager's cache, and scheme its types: the kinds in sharedKinds are
+	// watched through it.
+	shared     cache.Informers
+	scheme     *runtime.Scheme
 	controller controller.TypedController[request]
 	// requests carries the requests workers make for other items to the queue.
 	requests chan event.TypedGenericEvent[request]
@@ -70,11 +80,30 @@ type Reconciler struct {
 	checkSynced bool
 }
 
-// resourceWatch is the metadata watch of one resource.
+// resourceWatch is the watch of one resource.
 type resourceWatch struct {
 	gvk      schema.GroupVersionKind
 	informer cache.Informer
-	started  time.Time
+	// shared: the informer is the shared cache's (never stopped by the collector).
+	shared  bool
+	started time.Time
+}
+
+// sharedKinds are watched through the shared cache rather than a metadata informer: kcm's
+// controllers keep every object of these kinds whole in it anyway, so a metadata informer
+// would hold each pod a second time and decode each of its events twice (issue 24).
+// Upstream's collector does the same with its typed informers (ObjectOrMetadataInformerFactory);
+// kinds no controller keeps (ConfigMaps, Secrets, custom resources, ...) stay metadata-only.
+var sharedKinds = map[schema.GroupVersionKind]bool{
+	corev1.SchemeGroupVersion.WithKind("Pod"):                true,
+	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):         true,
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):         true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):        true,
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):          true,
+	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"): true,
+	batchv1.SchemeGroupVersion.WithKind("Job"):               true,
+	batchv1.SchemeGroupVersion.WithKind("CronJob"):           true,
+	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
 }
 
 // The metadata watches run in a cache on the manager's configuration (kcm's identity, which
@@ -154,9 +183,17 @@ func (r *Reconciler) watchedResources() map[schema.GroupVersionResource]schema.G
 	return out
 }
 
-// watch starts the metadata informer of a resource and feeds its events to the graph.
+// watch starts the informer of a resource (see sharedKinds) and feeds its events to the graph.
 func (r *Reconciler) watch(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) error {
-	inf, err := r.cache.GetInformer(ctx, partialObject(gvk), cache.BlockUntilSynced(false))
+	var inf cache.Informer
+	var err error
+	shared := false
+	if typed, ok := r.sharedObject(gvk); ok {
+		inf, err = r.shared.GetInformer(ctx, typed, cache.BlockUntilSynced(false))
+		shared = true
+	} else {
+		inf, err = r.cache.GetInformer(ctx, partialObject(gvk), cache.BlockUntilSynced(false))
+	}
 	if err != nil {
 		return fmt.Errorf("couldn't start monitor for resource %q: %w", gvr, err)
 	}
@@ -164,7 +201,7 @@ func (r *Reconciler) watch(ctx context.Context, gvr schema.GroupVersionResource,
 		return fmt.Errorf("couldn't watch resource %q: %w", gvr, err)
 	}
 	r.mu.Lock()
-	r.watches[gvr] = &resourceWatch{gvk: gvk, informer: inf, started: r.Clock.Now()}
+	r.watches[gvr] = &resourceWatch{gvk: gvk, informer: inf, shared: shared, started: r.Clock.Now()}
 	r.mu.Unlock()
 	return nil
 }
@@ -175,13 +212,27 @@ func (r *Reconciler) unwatch(ctx context.Context, gvr schema.GroupVersionResourc
 	w, ok := r.watches[gvr]
 	delete(r.watches, gvr)
 	r.mu.Unlock()
-	if !ok {
+	if !ok || w.shared {
+		// The shared cache's informers serve other controllers too.
 		return nil
 	}
 	if err := r.cache.RemoveInformer(ctx, partialObject(w.gvk)); err != nil {
 		return fmt.Errorf("stopping monitor for resource %q: %w", gvr, err)
 	}
 	return nil
+}
+
+// sharedObject is an empty typed object of gvk when gvk is watched through the shared cache.
+func (r *Reconciler) sharedObject(gvk schema.GroupVersionKind) (client.Object, bool) {
+	if r.shared == nil || !sharedKinds[gvk] {
+		return nil, false
+	}
+	obj, err := r.scheme.New(gvk)
+	if err != nil {
+		return nil, false
+	}
+	typed, ok := obj.(client.Object)
+	return typed, ok
 }
 
 func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {

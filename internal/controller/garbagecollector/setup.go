@@ -143,6 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return fmt.Errorf("%s: discovery client: %w", ControllerName, err)
 	}
 	r.mapper = mgr.GetRESTMapper()
+	r.shared, r.scheme = mgr.GetCache(), mgr.GetScheme()
 	r.graph = newGraph()
 	r.watches = map[schema.GroupVersionResource]*resourceWatch{}
 	r.requests = make(chan event.TypedGenericEvent[request], 1024)
