@@ -6,7 +6,9 @@
 // drives a fresh local cluster (test/cluster) with the same controllers and the same
 // --kube-api-qps/--kube-api-burst. Per phase it measures the time to convergence, then waits
 // for the manager to settle (idle for -settle) and reads its API requests (Event writes
-// counted apart), CPU seconds, peak RSS so far and settled RSS. -memory-slope repeats the
+// counted apart), CPU seconds, peak RSS so far and settled RSS, with the CPU seconds of the
+// control plane (kube-apiserver, etcd, kube-scheduler, kwok) and of the whole machine over the
+// phase, which tell whether convergence waited for them. -memory-slope repeats the
 // create phase at several sizes for the memory per pod; -profile saves CPU and heap profiles
 // per phase. It prints a table with kcm/upstream and issue 24's goals, and writes JSON for
 // tracking over time. `make bench` runs it at the default size, `make bench-scale` at the

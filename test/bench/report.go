@@ -265,8 +265,10 @@ func printTable(w io.Writer, res *Result) {
 		res.Config.Deployments, res.Config.Replicas, res.Config.Nodes, res.Config.QPS, res.Config.Burst, res.Machine.CPUs)
 	fmt.Fprintf(w, "wall: to convergence; requests (Event writes among them), CPU: until the manager settled (idle %s); peak RSS: VmHWM, the peak so far; settled RSS: VmRSS once settled\n",
 		res.Config.Settle)
+	fmt.Fprintf(w, "until settled too: control plane CPU: kube-apiserver, etcd, kube-scheduler and kwok; machine CPU: busy time of all %d CPUs (/proc/stat), the manager's and the driver's included\n",
+		res.Machine.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tmanager\twall s\tpods/s\tAPI requests\tEvents\tCPU s\tpeak RSS MiB\tsettled RSS MiB\t")
+	fmt.Fprintln(tw, "phase\tmanager\twall s\tpods/s\tAPI requests\tEvents\tCPU s\tpeak RSS MiB\tsettled RSS MiB\tcontrol plane CPU s\tmachine CPU s\t")
 	cells := func(c ...string) { fmt.Fprintln(tw, strings.Join(c, "\t")+"\t") }
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
 	ratio := func(key, format string) string {
@@ -281,15 +283,18 @@ func printTable(w io.Writer, res *Result) {
 			if p == nil {
 				continue
 			}
-			pods, cpu := "", f("%.1f", p.CPUSeconds)
+			seconds := func(s float64) string {
+				if name == quietPhase {
+					return fmt.Sprintf("%.1f (%.3f cores)", s, s/p.WallSeconds)
+				}
+				return f("%.1f", s)
+			}
+			pods := ""
 			if p.PodsCreated > 0 {
 				pods = f("%.1f", p.PodsPerSecond)
 			}
-			if name == quietPhase {
-				cpu = fmt.Sprintf("%.1f (%.3f cores)", p.CPUSeconds, p.CPUSeconds/p.WallSeconds)
-			}
-			cells(name, m.Name, f("%.1f", p.WallSeconds), pods, f("%.0f", p.Requests), f("%.0f", p.EventWrites), cpu,
-				f("%.0f", mib(p.PeakRSSBytes)), f("%.0f", mib(p.SettledRSSBytes)))
+			cells(name, m.Name, f("%.1f", p.WallSeconds), pods, f("%.0f", p.Requests), f("%.0f", p.EventWrites), seconds(p.CPUSeconds),
+				f("%.0f", mib(p.PeakRSSBytes)), f("%.0f", mib(p.SettledRSSBytes)), seconds(p.ControlPlaneCPUSeconds), seconds(p.MachineCPUSeconds))
 		}
 		if res.Ratio != nil {
 			cpu := ratio(name+" cpuSeconds", "%.2f")
@@ -301,7 +306,7 @@ func printTable(w io.Writer, res *Result) {
 				wall = "" // the same for both
 			}
 			cells(name, "kcm/upstream", wall, "", ratio(name+" apiRequests", "%.2f"),
-				ratio(name+" eventWrites", "%.2f"), cpu, ratio(name+" peakRSSBytes", "%.2f"), ratio(name+" settledRSSBytes", "%.2f"))
+				ratio(name+" eventWrites", "%.2f"), cpu, ratio(name+" peakRSSBytes", "%.2f"), ratio(name+" settledRSSBytes", "%.2f"), "", "")
 		}
 	}
 	if len(res.Managers) > 0 {
@@ -313,10 +318,10 @@ func printTable(w io.Writer, res *Result) {
 		}
 	}
 	for _, m := range res.Managers {
-		cells("whole run", m.Name, "", "", f("%.0f", m.Requests), f("%.0f", m.EventWrites), f("%.1f", m.CPUSeconds), f("%.0f", mib(m.PeakRSSBytes)), "")
+		cells("whole run", m.Name, "", "", f("%.0f", m.Requests), f("%.0f", m.EventWrites), f("%.1f", m.CPUSeconds), f("%.0f", mib(m.PeakRSSBytes)), "", "", "")
 	}
 	if res.Ratio != nil {
-		cells("whole run", "kcm/upstream", "", "", ratio("apiRequests", "%.2f"), ratio("eventWrites", "%.2f"), ratio("cpuSeconds", "%.2f"), ratio("peakRSSBytes", "%.2f"), "")
+		cells("whole run", "kcm/upstream", "", "", ratio("apiRequests", "%.2f"), ratio("eventWrites", "%.2f"), ratio("cpuSeconds", "%.2f"), ratio("peakRSSBytes", "%.2f"), "", "", "")
 	}
 	_ = tw.Flush()
 	if len(res.Managers) > 0 {

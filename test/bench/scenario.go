@@ -69,6 +69,13 @@ type PhaseResult struct {
 	// within Requests.
 	EventWrites float64 `json:"eventWrites"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
+	// ControlPlaneCPUSeconds is the CPU time of the manager's cluster's kube-apiserver,
+	// etcd, kube-scheduler and kwok over the phase, and MachineCPUSeconds the busy time of
+	// every CPU of the machine (/proc/stat), the manager's, the driver's and anything else's
+	// included: against the wall time times the CPUs, they tell whether convergence waited
+	// for the control plane, or for a machine busy with something else.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
+	MachineCPUSeconds      float64 `json:"machineCPUSeconds"`
 	// PeakRSSBytes is VmHWM once the phase settled: the peak so far, since the kernel's
 	// high-water mark cannot be reset between phases.
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
@@ -92,6 +99,9 @@ type sample struct {
 	// events is the API server's count of core/v1 Event writes (eventWrites).
 	events float64
 	usage  cluster.Usage
+	// controlPlane is the cluster's control plane's CPU time (Cluster.ControlPlaneCPU),
+	// machine the machine's busy CPU time (cluster.MachineCPU).
+	controlPlane, machine time.Duration
 }
 
 // runOptions select what run measures beyond the phases' convergence.
@@ -154,7 +164,18 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			return sample{}, fmt.Errorf("scraping the API server's metrics: %w", err)
 		}
 		u, err := proc.Usage()
-		return sample{at: time.Now(), requests: reqs, events: events, usage: u}, err
+		if err != nil {
+			return sample{}, err
+		}
+		controlPlane, err := c.ControlPlaneCPU()
+		if err != nil {
+			return sample{}, fmt.Errorf("the control plane's CPU time: %w", err)
+		}
+		machine, err := cluster.MachineCPU()
+		if err != nil {
+			return sample{}, fmt.Errorf("the machine's CPU time: %w", err)
+		}
+		return sample{at: time.Now(), requests: reqs, events: events, usage: u, controlPlane: controlPlane, machine: machine}, nil
 	}
 
 	if err := c.WaitNodesSchedulable(ctx, 3*time.Minute); err != nil {
@@ -237,8 +258,9 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		}
 		res.Phases = append(res.Phases, pr)
 		windows = append(windows, window{name: ph.name, start: prev.at, end: end.at})
-		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB)\n",
-			m.Name, ph.name, pr.WallSeconds, pr.SettleSeconds, pr.Requests, pr.EventWrites, pr.CPUSeconds, mib(pr.SettledRSSBytes), mib(pr.PeakRSSBytes))
+		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB); control plane %.1f CPU s, machine %.1f CPU s\n",
+			m.Name, ph.name, pr.WallSeconds, pr.SettleSeconds, pr.Requests, pr.EventWrites, pr.CPUSeconds, mib(pr.SettledRSSBytes), mib(pr.PeakRSSBytes),
+			pr.ControlPlaneCPUSeconds, pr.MachineCPUSeconds)
 		prev = end
 
 		if ph.name == "create" && cfg.Quiet > 0 {
@@ -261,8 +283,9 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			q.Settled = true
 			res.Quiet = q
 			windows = append(windows, window{name: quietPhase, start: prev.at, end: end.at})
-			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB\n",
-				m.Name, q.CPUSeconds/q.WallSeconds, q.Requests, q.EventWrites, mib(q.SettledRSSBytes))
+			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB; control plane %.3f cores, machine %.3f cores\n",
+				m.Name, q.CPUSeconds/q.WallSeconds, q.Requests, q.EventWrites, mib(q.SettledRSSBytes),
+				q.ControlPlaneCPUSeconds/q.WallSeconds, q.MachineCPUSeconds/q.WallSeconds)
 			prev = end
 		}
 	}
@@ -304,7 +327,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 // quietPhase names the idle cluster after the create phase.
 const quietPhase = "quiet"
 
-// phaseResult is the manager's costs between two samples and its memory at the second.
+// phaseResult is the manager's costs between two samples and its memory at the second, with
+// the CPU time of the control plane and of the machine between them.
 func phaseResult(name string, from, to sample) *PhaseResult {
 	return &PhaseResult{
 		Name:            name,
@@ -313,6 +337,9 @@ func phaseResult(name string, from, to sample) *PhaseResult {
 		CPUSeconds:      (to.usage.CPU - from.usage.CPU).Seconds(),
 		PeakRSSBytes:    to.usage.PeakRSS,
 		SettledRSSBytes: to.usage.RSS,
+
+		ControlPlaneCPUSeconds: (to.controlPlane - from.controlPlane).Seconds(),
+		MachineCPUSeconds:      (to.machine - from.machine).Seconds(),
 	}
 }
 

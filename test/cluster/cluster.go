@@ -88,7 +88,12 @@ type Cluster struct {
 
 	env       *envtest.Environment
 	processes []*Process
-	logs      []*os.File
+	// components are the processes of the cluster's own (kube-scheduler, kwok), not
+	// StartProcess's callers'.
+	components []*Process
+	logs       []*os.File
+	// controlPlanePIDs are etcd's and kube-apiserver's, found on first use (ControlPlaneCPU).
+	controlPlanePIDs []int
 }
 
 // Start starts etcd, kube-apiserver and, when opts.Nodes > 0, kube-scheduler and a kwok that
@@ -160,13 +165,16 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err := os.WriteFile(c.StagesFile, []byte(joinYAML(Stages())), 0o644); err != nil {
 		return err
 	}
-	if _, err := c.StartProcess("kube-scheduler", filepath.Join(opts.Assets, "kube-scheduler"),
-		"--kubeconfig="+c.Kubeconfig, "--leader-elect=false", "--secure-port=0"); err != nil {
+	scheduler, err := c.StartProcess("kube-scheduler", filepath.Join(opts.Assets, "kube-scheduler"),
+		"--kubeconfig="+c.Kubeconfig, "--leader-elect=false", "--secure-port=0")
+	if err != nil {
 		return err
 	}
-	if _, err := c.StartProcess("kwok", opts.KWOK, KWOKArgs(c.Kubeconfig, c.StagesFile, NodesValue)...); err != nil {
+	kwok, err := c.StartProcess("kwok", opts.KWOK, KWOKArgs(c.Kubeconfig, c.StagesFile, NodesValue)...)
+	if err != nil {
 		return err
 	}
+	c.components = append(c.components, scheduler, kwok)
 	for i := range opts.Nodes {
 		if err := c.Client.Create(ctx, NewNode(NodeName(i), NodesValue)); err != nil {
 			return fmt.Errorf("creating node %d: %w", i, err)

@@ -101,29 +101,17 @@ type Usage struct {
 	RSS int64
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times; 100 on every Linux port Go
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's and /proc/stat's times; 100 on every Linux port Go
 // supports.
 const clockTicks = 100
 
 // Usage reads the process's CPU time, peak and current RSS from /proc.
 func (p *Process) Usage() (Usage, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	cpu, err := cpuTime(p.Pid())
 	if err != nil {
 		return Usage{}, err
 	}
-	// The command name, field 2, is in parentheses and may hold spaces: fields after it
-	// start at the last ')'. utime and stime are fields 14 and 15.
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return Usage{}, fmt.Errorf("unexpected /proc/%d/stat: %q", p.Pid(), s)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return Usage{}, err
-	}
-	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks}
+	u := Usage{CPU: cpu}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return Usage{}, err
@@ -141,3 +129,36 @@ func (p *Process) Usage() (Usage, error) {
 	}
 	return u, nil
 }
+
+// cpuTime is a process's user plus system time so far, from /proc/<pid>/stat: every
+// thread's, not its children's.
+func cpuTime(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	cpu, err := parseProcessStat(string(stat))
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return cpu, nil
+}
+
+// parseProcessStat reads utime plus stime from the text of /proc/<pid>/stat.
+func parseProcessStat(s string) (time.Duration, error) {
+	// The command name, field 2, is in parentheses and may hold spaces: fields after it
+	// start at the last ')'. utime and stime are fields 14 and 15.
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected %q", s)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return ticks(utime + stime), nil
+}
+
+// ticks converts a count of USER_HZ ticks to a duration.
+func ticks(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
