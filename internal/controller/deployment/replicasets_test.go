@@ -244,7 +244,9 @@ func TestEqualIgnoreHash(t *testing.T) {
 		{name: "an extra label", a: base(hash("abc")), b: base(func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "x" }), want: false},
 		{name: "extra label against the hash", a: base(hash("abc")), b: base(func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "abc" }), want: false},
 		{name: "no labels and empty labels", a: base(func(t *corev1.PodTemplateSpec) { t.Labels = nil }), b: base(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{} }), want: true},
-		{name: "only the hash and none", a: base(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "x"} }), b: base(func(t *corev1.PodTemplateSpec) { t.Labels = nil }), want: true},
+		{name: "only the hash and none", a: base(func(t *corev1.PodTemplateSpec) {
+			t.Labels = map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "x"}
+		}), b: base(func(t *corev1.PodTemplateSpec) { t.Labels = nil }), want: true},
 		{name: "another image", a: base(nil), b: base(func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Image = "nginx:2" }), want: false},
 		{name: "another annotation", a: base(nil), b: base(func(t *corev1.PodTemplateSpec) { t.Annotations["a"] = "2" }), want: false},
 	}
