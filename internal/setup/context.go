@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -123,7 +124,7 @@ func (c *Context) RESTConfig() (*rest.Config, error) { return c.ScaledRESTConfig
 // upstream gives a larger budget (namespace-controller, garbage-collector-controller).
 func (c *Context) ScaledRESTConfig(qps, burst float32) (*rest.Config, error) {
 	cfg := rest.CopyConfig(c.Config)
-	if c.credentials != nil && !c.Controller.RootCredentials {
+	if c.ownCredentials() {
 		var err error
 		if cfg, err = c.credentials.Config(c.Controller.ClientName); err != nil {
 			return nil, fmt.Errorf("credentials of service account %s/%s: %w", metav1.NamespaceSystem, c.Controller.ClientName, err)
@@ -132,8 +133,24 @@ func (c *Context) ScaledRESTConfig(qps, burst float32) (*rest.Config, error) {
 	cfg.QPS = c.Options.KubeAPIQPS * qps
 	cfg.Burst = int(float32(c.Options.KubeAPIBurst) * burst)
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	cfg.UserAgent = UserAgent(c.Controller.ClientName)
+	cfg.UserAgent = UserAgent(c.userAgentName())
 	return cfg, nil
+}
+
+// ownCredentials reports whether the controller acts as its own ServiceAccount.
+func (c *Context) ownCredentials() bool {
+	return c.credentials != nil && !c.Controller.RootCredentials
+}
+
+// userAgentName ends the controller's User-Agent. Upstream's client builder appends the
+// ServiceAccount's username when the controller uses its own credentials
+// ("system:serviceaccount:kube-system:replicaset-controller") and the bare client name
+// otherwise, and audit logs and API priority rules see the same here.
+func (c *Context) userAgentName() string {
+	if c.ownCredentials() {
+		return serviceaccount.MakeUsername(metav1.NamespaceSystem, c.Controller.ClientName)
+	}
+	return c.Controller.ClientName
 }
 
 // Client returns the controller's client: reads come from the manager's shared cache,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/controller-manager/pkg/clientbuilder"
 
 	"github.com/kcm/kcm/internal/options"
 )
@@ -69,5 +70,37 @@ func TestOverrides(t *testing.T) {
 	}
 	if err := root.unapplied(); err != nil {
 		t.Errorf("unapplied after Apply: %v", err)
+	}
+}
+
+// stubCredentials hands out a copy of one configuration for any ServiceAccount.
+type stubCredentials struct {
+	clientbuilder.ControllerClientBuilder
+	base *rest.Config
+}
+
+func (s stubCredentials) Config(string) (*rest.Config, error) { return rest.CopyConfig(s.base), nil }
+
+// Upstream's client builder ends the User-Agent with the ServiceAccount's username when a
+// controller uses its own credentials, and with the bare client name otherwise; a controller
+// marked RootCredentials keeps the manager's identity and the bare name.
+func TestUserAgentNamesTheIdentity(t *testing.T) {
+	base := &rest.Config{Host: "https://example"}
+	root, err := NewContext(nil, options.New(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := root.For(Descriptor{Name: "replicaset-controller", ClientName: "replicaset-controller"})
+	if cfg, _ := bare.RESTConfig(); !strings.HasSuffix(cfg.UserAgent, " kubernetes/kcm/replicaset-controller") {
+		t.Errorf("without service account credentials: %q", cfg.UserAgent)
+	}
+	root.credentials = stubCredentials{base: base}
+	own := root.For(Descriptor{Name: "replicaset-controller", ClientName: "replicaset-controller"})
+	if cfg, _ := own.RESTConfig(); !strings.HasSuffix(cfg.UserAgent, "/system:serviceaccount:kube-system:replicaset-controller") {
+		t.Errorf("with service account credentials: %q", cfg.UserAgent)
+	}
+	rootCreds := root.For(Descriptor{Name: "x-controller", ClientName: "x", RootCredentials: true})
+	if cfg, _ := rootCreds.RESTConfig(); !strings.HasSuffix(cfg.UserAgent, " kubernetes/kcm/x") {
+		t.Errorf("with root credentials: %q", cfg.UserAgent)
 	}
 }

@@ -84,7 +84,9 @@ func requestsByClient(auditLog, binary string, phases []window) (map[string]map[
 
 const noClient = "(manager)"
 
-// clientName is the part of a User-Agent after "kubernetes/<commit>/".
+// clientName is the part of a User-Agent after "kubernetes/<commit>/", without the
+// "system:serviceaccount:kube-system:" both managers' clients put before the name when they
+// use their own ServiceAccounts' credentials.
 func clientName(userAgent string) string {
 	_, rest, ok := strings.Cut(userAgent, " kubernetes/")
 	if !ok {
@@ -94,7 +96,7 @@ func clientName(userAgent string) string {
 	if !ok || name == "" {
 		return noClient
 	}
-	return name
+	return strings.TrimPrefix(name, "system:serviceaccount:kube-system:")
 }
 
 // printClients writes, per manager, the requests of its busiest clients in each phase.

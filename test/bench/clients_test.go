@@ -12,10 +12,12 @@ import (
 
 func TestClientName(t *testing.T) {
 	for ua, want := range map[string]string{
-		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/replicaset-controller": "replicaset-controller",
-		"kcm/v0.1.0-dev (linux/amd64) kubernetes/kcm/garbage-collector":                          "garbage-collector",
-		"kcm/v0.1.0-dev (linux/amd64) kubernetes/$Format":                                        noClient,
-		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/shared-informers":      "shared-informers",
+		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/replicaset-controller":                            "replicaset-controller",
+		"kcm/v0.1.0-dev (linux/amd64) kubernetes/kcm/garbage-collector":                                                     "garbage-collector",
+		"kcm/v0.1.0-dev (linux/amd64) kubernetes/$Format":                                                                   noClient,
+		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/shared-informers":                                 "shared-informers",
+		"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc1234/system:serviceaccount:kube-system:job-controller": "job-controller",
+		"kcm/v0.1.0-dev (linux/amd64) kubernetes/kcm/system:serviceaccount:kube-system:job-controller":                      "job-controller",
 		"curl/8.0": noClient,
 	} {
 		if got := clientName(ua); got != want {
