@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,15 @@ type window struct {
 // (kcm's shared cache and leader election) count as "(manager)". It also counts, per phase,
 // the manager's Event writes.
 func requestsByClient(auditLog, binary string, phases []window) (map[string]map[string]int, map[string]int, error) {
+	// The API server names its rotated backups audit-<time>.log; counting the current file
+	// alone would undercount without a word.
+	rotated, err := filepath.Glob(strings.TrimSuffix(auditLog, ".log") + "-*.log")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rotated) > 0 {
+		return nil, nil, fmt.Errorf("the audit log %s was rotated (%s): its counts would be partial", auditLog, strings.Join(rotated, ", "))
+	}
 	f, err := os.Open(auditLog)
 	if err != nil {
 		return nil, nil, err

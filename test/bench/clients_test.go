@@ -65,6 +65,19 @@ func TestRequestsByClient(t *testing.T) {
 	}
 }
 
+// A rotated audit log holds only the tail of the run: counting it would undercount.
+func TestRequestsByClientRefusesARotatedLog(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"audit.log", "audit-2026-11-25T06-37-28.069.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := requestsByClient(filepath.Join(dir, "audit.log"), "kcm", nil); err == nil || !strings.Contains(err.Error(), "rotated") {
+		t.Errorf("err = %v, want the rotation named", err)
+	}
+}
+
 func TestSumMetric(t *testing.T) {
 	text := `# HELP rest_client_requests_total Number of HTTP requests
 # TYPE rest_client_requests_total counter
