@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -165,30 +164,4 @@ func pausedCondition(d *appsv1.Deployment, now metav1.Time) *appsv1.DeploymentCo
 		return &c
 	}
 	return nil
-}
-
-// countsOnly reports whether d differs from written only in its replica counts and in
-// when its conditions were last updated (Progressing's moves with every step of a rollout):
-// what pacing may hold back (pace.Interval). An equal status is not a change. A new
-// observedGeneration, collision count, annotation, or condition status, reason or message
-// is written at once: the end of a rollout (NewReplicaSetAvailable) is never held.
-func countsOnly(written, d *appsv1.Deployment) bool {
-	a, b := written.Status, d.Status
-	if a.Replicas == b.Replicas && a.UpdatedReplicas == b.UpdatedReplicas && a.ReadyReplicas == b.ReadyReplicas &&
-		a.AvailableReplicas == b.AvailableReplicas && a.UnavailableReplicas == b.UnavailableReplicas &&
-		equality.Semantic.DeepEqual(a.TerminatingReplicas, b.TerminatingReplicas) {
-		return false
-	}
-	if a.ObservedGeneration != b.ObservedGeneration || !equality.Semantic.DeepEqual(a.CollisionCount, b.CollisionCount) ||
-		len(a.Conditions) != len(b.Conditions) || !equality.Semantic.DeepEqual(written.Annotations, d.Annotations) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		x.LastUpdateTime = y.LastUpdateTime
-		if !equality.Semantic.DeepEqual(x, y) {
-			return false
-		}
-	}
-	return true
 }

@@ -38,7 +38,6 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
-	"github.com/kcm/kcm/internal/pace"
 	"github.com/kcm/kcm/internal/patch"
 )
 
@@ -57,9 +56,6 @@ type Reconciler struct {
 	// TerminatingReplicas reports status.terminatingReplicas (upstream's
 	// DeploymentReplicaSetTerminatingReplicas gate, beta and on in v1.37).
 	TerminatingReplicas bool
-
-	// pacer spaces the writes of a Deployment's replica counts (see package pace).
-	pacer *pace.Pacer
 }
 
 // What deployment-controller's own client does (reads of the shared cache, pods' included,
@@ -80,15 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	s := &syncer{Reconciler: r, d: cached.DeepCopy(), written: cached, now: r.Clock.Now()}
 	after, err := s.sync(ctx)
-	// A sync that only moved the replica counts waits for the pacing interval since the
-	// Deployment's last write; its next sync writes them.
-	var held time.Duration
-	if err == nil {
-		held = s.heldStatus()
-	}
 	// What the sync changed in status and annotations is written even when it failed
 	// part way (a collision count, a failed creation), unless it failed on a stale cache.
-	if held == 0 && (err == nil || !apierrors.IsConflict(err)) {
+	if err == nil || !apierrors.IsConflict(err) {
 		if werr := s.writeStatus(ctx); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -105,9 +95,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	default:
 		return reconcile.Result{}, err
-	}
-	if held > 0 && (after == 0 || held < after) {
-		after = held
 	}
 	return reconcile.Result{RequeueAfter: after}, nil
 }
@@ -235,22 +222,8 @@ func (s *syncer) writeStatus(ctx context.Context) error {
 	if err := patch.Status(ctx, s.Client, s.d, patch.Optimistic); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
-	s.pacer.Wrote(client.ObjectKeyFromObject(s.d))
 	s.written = s.d.DeepCopy()
 	return nil
-}
-
-// heldStatus is how long the sync's status write waits: when it changes the replica counts
-// and nothing else, the rest of the pacing interval since the Deployment's last write;
-// otherwise 0.
-func (s *syncer) heldStatus() time.Duration {
-	if !s.TerminatingReplicas {
-		s.d.Status.TerminatingReplicas = nil
-	}
-	if !countsOnly(s.written, s.d) {
-		return 0
-	}
-	return s.pacer.Wait(client.ObjectKeyFromObject(s.d))
 }
 
 // SetupWithManager watches Deployments, their ReplicaSets (orphans too, for adoption), and
@@ -262,7 +235,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.pacer = pace.New(pace.Interval, r.Clock)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appsv1.Deployment{}).

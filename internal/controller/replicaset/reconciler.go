@@ -28,7 +28,6 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
-	"github.com/kcm/kcm/internal/pace"
 	"github.com/kcm/kcm/internal/parallel"
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
@@ -52,8 +51,6 @@ type Reconciler struct {
 	Stale *staleness.Guard
 
 	expectations *expectations.Expectations
-	// pacer spaces the writes of a ReplicaSet's pod counts (see package pace).
-	pacer *pace.Pacer
 }
 
 // Reconcile observes the owner's pods, creates or deletes the difference and writes status.
@@ -110,22 +107,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Status.
 	now := r.Clock.Now()
 	status := calculateStatus(rs, active, terminating, manageErr, r.Kind.TerminatingReplicas, now)
-	held, err := r.updateStatus(ctx, obj, rs, status)
-	if err != nil {
+	if err := r.updateStatus(ctx, obj, rs, status); err != nil {
 		return reconcile.Result{}, errors.Join(manageErr, err)
 	}
 	if manageErr != nil {
 		return reconcile.Result{}, manageErr
 	}
-	// A held-back status write comes back when its pacing interval is over, and a ready pod
-	// becomes available minReadySeconds later: come back for whichever is first.
-	next := held
+	// A ready pod becomes available minReadySeconds later: come back then.
 	if status.ReadyReplicas != status.AvailableReplicas {
-		if avail := nextAvailabilityCheck(rs, active, r.Clock.Now()); avail != nil && *avail > 0 && (next == 0 || *avail < next) {
-			next = *avail
+		if next := nextAvailabilityCheck(rs, active, r.Clock.Now()); next != nil {
+			return reconcile.Result{RequeueAfter: *next}, nil
 		}
 	}
-	return reconcile.Result{RequeueAfter: next}, nil
+	return reconcile.Result{}, nil
 }
 
 // manageReplicas creates or deletes the difference between spec.replicas and active pods,
@@ -224,27 +218,18 @@ func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]
 }
 
 // updateStatus updates status when it differs from what obj has, with observedGeneration.
-// A change of the pod counts alone waits for the pacing interval since the last write: it
-// returns how long it held the write back (0: written or nothing to write).
-func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (time.Duration, error) {
+func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
 	status.ObservedGeneration = rs.Generation
 	if equality.Semantic.DeepEqual(rs.Status, status) {
-		return 0, nil
-	}
-	key := client.ObjectKeyFromObject(obj)
-	if countsOnly(rs.Status, status) {
-		if wait := r.pacer.Wait(key); wait > 0 {
-			return wait, nil
-		}
+		return nil
 	}
 	r.Kind.SetStatus(obj, status)
 	// LastWriteWins: recomputed whole from the pods every sync; our write's event brings another.
 	if err := patch.Status(ctx, r.Client, obj, patch.LastWriteWins); err != nil {
-		return 0, fmt.Errorf("updating status: %w", err)
+		return fmt.Errorf("updating status: %w", err)
 	}
-	r.pacer.Wrote(key)
-	r.Stale.WroteAt(key, obj.GetUID(), replicaSetsResource, obj.GetResourceVersion())
-	return 0, nil
+	r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), replicaSetsResource, obj.GetResourceVersion())
+	return nil
 }
 
 // podFromTemplate is the pod rs creates: its template, named after it, controlled by it.
@@ -279,7 +264,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.expectations = expectations.New(r.Clock)
-	r.pacer = pace.New(pace.Interval, r.Clock)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.ControllerName).
 		For(r.Kind.New()).

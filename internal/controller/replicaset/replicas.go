@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -79,15 +78,6 @@ func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 		status.Conditions = withoutCondition(status.Conditions, appsv1.ReplicaSetReplicaFailure)
 	}
 	return status
-}
-
-// countsOnly reports whether two statuses differ at most in their pod counts: the part
-// that changes with every pod, whose writes are paced (pace.Interval). A new
-// observedGeneration or a ReplicaFailure condition is written at once.
-func countsOnly(a, b appsv1.ReplicaSetStatus) bool {
-	a.Replicas, a.FullyLabeledReplicas, a.ReadyReplicas, a.AvailableReplicas, a.TerminatingReplicas =
-		b.Replicas, b.FullyLabeledReplicas, b.ReadyReplicas, b.AvailableReplicas, b.TerminatingReplicas
-	return equality.Semantic.DeepEqual(a, b)
 }
 
 // replicas is spec.replicas, 1 when unset (the API server defaults it).
