@@ -3,6 +3,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,18 +51,83 @@ func TestRequestsByClient(t *testing.T) {
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, events, err := requestsByClient(path, "kcm", []window{
+	got, err := requestsByClient(path, "kcm", []window{
 		{"create", t0, t0.Add(10 * time.Second)},
 		{"update", t0.Add(10 * time.Second), t0.Add(20 * time.Second)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if events["create"] != 2 || events["update"] != 0 {
-		t.Errorf("Event writes = %v; want the manager's create and patch of Events in the create phase", events)
+	if got.events["create"] != 2 || got.events["update"] != 0 {
+		t.Errorf("Event writes = %v; want the manager's create and patch of Events in the create phase", got.events)
 	}
-	if got["create"]["replicaset-controller"] != 5 || got["update"]["deployment-controller"] != 1 || len(got["create"]) != 1 || len(got["update"]) != 1 {
-		t.Errorf("requests by client = %v; want the manager's requests only, each in its phase", got)
+	if got.byClient["create"]["replicaset-controller"] != 5 || got.byClient["update"]["deployment-controller"] != 1 || len(got.byClient["create"]) != 1 || len(got.byClient["update"]) != 1 {
+		t.Errorf("requests by client = %v; want the manager's requests only, each in its phase", got.byClient)
+	}
+	want := map[string]int{
+		"replicaset-controller create pods":   2,
+		"replicaset-controller create events": 1,
+		"replicaset-controller patch events":  1,
+		"replicaset-controller get events":    1,
+	}
+	if !maps.Equal(got.byRequest["create"], want) {
+		t.Errorf("create: requests by verb and resource = %v, want %v", got.byRequest["create"], want)
+	}
+}
+
+func TestRequestKey(t *testing.T) {
+	e := func(verb, resource, sub string) *auditEvent {
+		ev := &auditEvent{Verb: verb}
+		if resource != "" {
+			ev.ObjectRef = &struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			}{resource, sub}
+		}
+		return ev
+	}
+	for want, ev := range map[string]*auditEvent{
+		"replicaset-controller update replicasets/status": e("update", "replicasets", "status"),
+		"replicaset-controller create pods":               e("create", "pods", ""),
+		"replicaset-controller get -":                     e("get", "", ""),
+	} {
+		if got := requestKey("replicaset-controller", ev); got != want {
+			t.Errorf("requestKey = %q, want %q", got, want)
+		}
+	}
+}
+
+// With two managers, printRequests shows each phase's rows by the size of the difference,
+// with the difference, the quiet cluster after create.
+func TestPrintRequests(t *testing.T) {
+	phase := func(name string, byRequest map[string]int) *PhaseResult {
+		return &PhaseResult{Name: name, ByRequest: byRequest}
+	}
+	res := &Result{Managers: []*ManagerResult{
+		{Name: "upstream", Phases: []*PhaseResult{
+			phase("create", map[string]int{"rs update replicasets/status": 10, "rs create pods": 100}),
+		}, Quiet: phase("quiet", map[string]int{"leader-election update leases": 30})},
+		{Name: "kcm", Phases: []*PhaseResult{
+			phase("create", map[string]int{"rs update replicasets/status": 40, "rs create pods": 100, "gc get nodes": 3}),
+		}, Quiet: phase("quiet", map[string]int{"leader-election update leases": 30})},
+	}}
+	var b strings.Builder
+	printRequests(&b, res)
+	out := b.String()
+	create := strings.Index(out, "create: API requests by client, verb and resource")
+	quiet := strings.Index(out, "quiet: API requests by client, verb and resource")
+	if create < 0 || quiet < create {
+		t.Fatalf("want the create table, then the quiet one:\n%s", out)
+	}
+	section := strings.Fields(out[create:quiet])
+	joined := strings.Join(section, " ")
+	for _, want := range []string{
+		"rs update replicasets/status 10 40 +30 gc get nodes 0 3 +3 rs create pods 100 100 +0",
+		"upstream kcm kcm - upstream",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("create table lacks %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -73,7 +139,7 @@ func TestRequestsByClientRefusesARotatedLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := requestsByClient(filepath.Join(dir, "audit.log"), "kcm", nil); err == nil || !strings.Contains(err.Error(), "rotated") {
+	if _, err := requestsByClient(filepath.Join(dir, "audit.log"), "kcm", nil); err == nil || !strings.Contains(err.Error(), "rotated") {
 		t.Errorf("err = %v, want the rotation named", err)
 	}
 }

@@ -225,6 +225,7 @@ func main() {
 	printTable(os.Stdout, res)
 	printGoals(os.Stdout, res)
 	printClients(os.Stdout, res)
+	printRequests(os.Stdout, res)
 	printMemorySlope(os.Stdout, res.MemorySlope)
 	if err := writeJSON(out, res); err != nil {
 		fail(err)

@@ -88,6 +88,9 @@ type PhaseResult struct {
 	// ByClient counts the phase's requests by the manager's client (controller), with
 	// -by-controller.
 	ByClient map[string]int `json:"requestsByClient,omitempty"`
+	// ByRequest counts them by client, verb and resource ("replicaset-controller update
+	// replicasets/status"), with -by-controller.
+	ByRequest map[string]int `json:"requestsByVerbAndResource,omitempty"`
 }
 
 type clusterPaths struct{ dir, assets, kwok string }
@@ -290,17 +293,19 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		}
 	}
 	if cfg.ByClient {
-		byPhase, events, err := requestsByClient(c.AuditLog, filepath.Base(m.Binary), windows)
+		counts, err := requestsByClient(c.AuditLog, filepath.Base(m.Binary), windows)
 		if err != nil {
 			return nil, err
 		}
+		events := counts.events
 		// The audit log names the writer of each Event: where it is kept, it counts them.
 		res.EventSource = eventsFromAudit
 		for _, p := range append(slices.Clone(res.Phases), res.Quiet) {
 			if p == nil {
 				continue
 			}
-			p.ByClient = byPhase[p.Name]
+			p.ByClient = counts.byClient[p.Name]
+			p.ByRequest = counts.byRequest[p.Name]
 			if float64(events[p.Name]) != p.EventWrites {
 				fmt.Printf("bench: %s: %s: %d Event writes by the manager in the audit log, %.0f core/v1 Event writes in the API server's metrics\n",
 					m.Name, p.Name, events[p.Name], p.EventWrites)
