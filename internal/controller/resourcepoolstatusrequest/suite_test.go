@@ -265,10 +265,16 @@ var _ = Describe("resourcepoolstatusrequest-controller", func() {
 	It("leaves a request pending while a pool's slices are still being published", func(ctx SpecContext) {
 		const driver = "nic.kcm.test"
 		publish(ctx, driver, "rack-1", 1, 2, "node-r", devices("n-0")...)
+		// The witness that the controller's cache has rack-1's first slice before the request
+		// is made (without it the request is rightly answered with 0 pools): a slice
+		// published after it, in the same watch, counted in another driver's answer.
+		publish(ctx, "fpga.kcm.test", "rack-2", 1, 1, "node-r", devices("f-0")...)
+		answerSettled(ctx, "fpga.kcm.test", func(g Gomega, st *resourcev1alpha3.ResourcePoolStatusRequestStatus) {
+			g.Expect(st.Pools).To(HaveLen(1))
+		})
 		pending := request(ctx, driver)
 
 		By("a request for another driver, made after, is answered while this one is not")
-		publish(ctx, "fpga.kcm.test", "rack-2", 1, 1, "node-r", devices("f-0")...)
 		answer(ctx, request(ctx, "fpga.kcm.test"))
 		Consistently(func(g Gomega) *resourcev1alpha3.ResourcePoolStatusRequestStatus {
 			got := &resourcev1alpha3.ResourcePoolStatusRequest{}
