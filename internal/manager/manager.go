@@ -85,6 +85,23 @@ func RESTConfig(base *rest.Config, opts *options.Options) *rest.Config {
 	return cfg
 }
 
+// SetRateLimit gives cfg a token bucket of its own at qps and burst, which every client built
+// from cfg shares. The values mean what they mean to upstream's kube-controller-manager, which
+// hands --kube-api-qps and --kube-api-burst to client-go as they are: 0 is client-go's default
+// (5 QPS, a burst of 10), and a negative QPS means no limit at all.
+func SetRateLimit(cfg *rest.Config, qps float32, burst int) {
+	if qps == 0 {
+		qps = rest.DefaultQPS
+	}
+	if burst == 0 {
+		burst = rest.DefaultBurst
+	}
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil
+	if qps > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+	}
+}
+
 // New returns the Manager. cfg should come from RESTConfig; restrictions limit what the
 // shared cache holds of some kinds (setup.CacheRestrictions of the registry); mutate adjusts
 // the options last (tests use it, e.g. to skip controller-name validation).
@@ -98,7 +115,7 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	// Leader election renews through its own connection so that busy controllers never
 	// delay a renewal.
 	leCfg := rest.CopyConfig(cfg)
-	leCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	SetRateLimit(leCfg, cfg.QPS, cfg.Burst)
 
 	serving, err := newSecureServing(opts)
 	if err != nil {

@@ -162,11 +162,10 @@ func (o *Options) Parse(args []string) error {
 // Validate checks values that would only fail later, and less clearly.
 func (o *Options) Validate() error {
 	var errs []string
-	if o.KubeAPIQPS <= 0 {
-		errs = append(errs, "--kube-api-qps must be greater than 0")
-	}
-	if o.KubeAPIBurst <= 0 {
-		errs = append(errs, "--kube-api-burst must be greater than 0")
+	// Upstream takes any --kube-api-qps (0: client-go's default, negative: no limit), but a
+	// negative burst would fail every request of the controller.
+	if o.KubeAPIBurst < 0 {
+		errs = append(errs, "--kube-api-burst must be non-negative")
 	}
 	le := o.LeaderElection
 	if le.Enabled {

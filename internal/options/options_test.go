@@ -111,7 +111,10 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "bare bool flag", args: []string{"--profiling", "--leader-elect"}, check: func(o *Options) bool { return o.LeaderElection.Enabled }},
 		{name: "-v", args: []string{"-v=4"}, check: func(o *Options) bool { return o.Logs.Verbosity == 4 }},
-		{name: "qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
+		{name: "qps as upstream: 0 is client-go's default, negative no limit", args: []string{"--kube-api-qps=-1", "--kube-api-burst=0"}, check: func(o *Options) bool {
+			return o.KubeAPIQPS == -1 && o.KubeAPIBurst == 0
+		}},
+		{name: "negative burst", args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst must be non-negative"},
 		{name: "lock", args: []string{"--leader-elect-resource-lock=endpoints"}, wantErr: "only \"leases\""},
 		{name: "lease timings", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: "lease-duration"},
 		{name: "lease timings do not matter without election", args: []string{"--leader-elect=false", "--leader-elect-lease-duration=1s"}, check: func(o *Options) bool { return !o.LeaderElection.Enabled }},

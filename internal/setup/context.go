@@ -14,11 +14,11 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	kcmmanager "github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/version"
 )
@@ -130,9 +130,7 @@ func (c *Context) ScaledRESTConfig(qps, burst float32) (*rest.Config, error) {
 			return nil, fmt.Errorf("credentials of service account %s/%s: %w", metav1.NamespaceSystem, c.Controller.ClientName, err)
 		}
 	}
-	cfg.QPS = c.Options.KubeAPIQPS * qps
-	cfg.Burst = int(float32(c.Options.KubeAPIBurst) * burst)
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	kcmmanager.SetRateLimit(cfg, c.Options.KubeAPIQPS*qps, int(float32(c.Options.KubeAPIBurst)*burst))
 	cfg.UserAgent = UserAgent(c.userAgentName())
 	return cfg, nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 
@@ -42,6 +44,55 @@ func TestScaledRESTConfig(t *testing.T) {
 	}
 	if one, _ := ctx.RESTConfig(); one.QPS != 20 || one.Burst != 30 || one.RateLimiter == cfg.RateLimiter {
 		t.Errorf("RESTConfig: QPS %v burst %v, want 20, 30 and a bucket of its own", one.QPS, one.Burst)
+	}
+}
+
+// --kube-api-qps and --kube-api-burst mean what upstream's client-go makes of them: 0 is
+// client-go's default (5 QPS, a burst of 10), a negative QPS no limit at all, which is how an
+// operator runs upstream unthrottled (issue 24's pods/s goal is for that).
+func TestRESTConfigRateAsClientGo(t *testing.T) {
+	for _, tt := range []struct {
+		args           []string
+		gcQPS, wantQPS float32
+		wantBurst      int
+		wantLimiterQPS float32 // 0: no limiter
+	}{
+		{args: []string{"--kube-api-qps=-1"}, gcQPS: 2, wantQPS: -2, wantBurst: 30},
+		{args: []string{"--kube-api-qps=0", "--kube-api-burst=0"}, gcQPS: 2, wantQPS: rest.DefaultQPS, wantBurst: rest.DefaultBurst, wantLimiterQPS: rest.DefaultQPS},
+		{args: []string{"--kube-api-qps=50", "--kube-api-burst=0"}, gcQPS: 1, wantQPS: 50, wantBurst: rest.DefaultBurst, wantLimiterQPS: 50},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			opts := options.New()
+			if err := opts.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			root, err := NewContext(nil, opts, &rest.Config{Host: "https://example"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := root.For(Descriptor{Name: "x-controller", ClientName: "x"}).ScaledRESTConfig(tt.gcQPS, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.QPS != tt.wantQPS || cfg.Burst != tt.wantBurst {
+				t.Errorf("QPS, burst = %v, %v; want %v, %v", cfg.QPS, cfg.Burst, tt.wantQPS, tt.wantBurst)
+			}
+			switch {
+			case tt.wantLimiterQPS == 0 && cfg.RateLimiter != nil:
+				t.Errorf("rate limiter at %v QPS, want none", cfg.RateLimiter.QPS())
+			case tt.wantLimiterQPS != 0 && (cfg.RateLimiter == nil || cfg.RateLimiter.QPS() != tt.wantLimiterQPS):
+				t.Errorf("rate limiter = %v, want one at %v QPS", cfg.RateLimiter, tt.wantLimiterQPS)
+			}
+			// A client built from it: without a limiter, client-go adds none either.
+			cfg.GroupVersion, cfg.NegotiatedSerializer = &corev1.SchemeGroupVersion, scheme.Codecs.WithoutConversion()
+			rc, err := rest.RESTClientFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.GetRateLimiter(); (got == nil) != (tt.wantLimiterQPS == 0) {
+				t.Errorf("client's rate limiter = %v", got)
+			}
+		})
 	}
 }
 
