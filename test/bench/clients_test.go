@@ -144,18 +144,20 @@ func TestRequestsByClientRefusesARotatedLog(t *testing.T) {
 	}
 }
 
-func TestSumMetric(t *testing.T) {
+func TestSumMetrics(t *testing.T) {
 	text := `# HELP rest_client_requests_total Number of HTTP requests
 # TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 7
 rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 5
 rest_client_requests_total_other 100
+# TYPE go_gc_heap_live_bytes gauge
+go_gc_heap_live_bytes 1.048576e+08
 `
-	got, err := sumMetric(strings.NewReader(text), "rest_client_requests_total")
-	if err != nil || got != 12 {
-		t.Errorf("sumMetric = %v, %v; want 12", got, err)
+	got, err := sumMetrics(strings.NewReader(text), "rest_client_requests_total", "go_gc_heap_live_bytes")
+	if err != nil || got["rest_client_requests_total"] != 12 || got["go_gc_heap_live_bytes"] != 1<<20*100 {
+		t.Errorf("sumMetrics = %v, %v; want 12 requests and 100 MiB live", got, err)
 	}
-	if _, err := sumMetric(strings.NewReader("other 1\n"), "rest_client_requests_total"); err == nil {
+	if _, err := sumMetrics(strings.NewReader(text), "rest_client_requests_total", "go_gc_heap_goal_bytes"); err == nil {
 		t.Errorf("a missing metric must be an error")
 	}
 }

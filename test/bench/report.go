@@ -68,27 +68,75 @@ var insecure = &http.Client{
 	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 }
 
-// scrapeRequests sums the manager's rest_client_requests_total over every code, method and host.
-func scrapeRequests(ctx context.Context, url string) (float64, error) {
+// managerMetrics is what the driver reads of a manager's /metrics at an instant.
+type managerMetrics struct {
+	// requests sums rest_client_requests_total over every code, method and host.
+	requests float64
+	// heapLive is the Go heap the last GC found live (go_gc_heap_live_bytes): the objects the
+	// manager holds. heapGoal is the size at which the next GC starts (go_gc_heap_goal_bytes,
+	// twice the live heap at the default GOGC), and heapHeld the heap memory the runtime holds
+	// from the OS (heap_sys - heap_released): with stacks and the binary, what RSS counts.
+	// Both managers serve the Go collector with every runtime metric.
+	heapLive, heapGoal, heapHeld float64
+}
+
+// scrapeManager reads the manager's /metrics.
+func scrapeManager(ctx context.Context, url string) (managerMetrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return managerMetrics{}, err
 	}
 	resp, err := insecure.Do(req)
 	if err != nil {
-		return 0, err
+		return managerMetrics{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("%s: %s", resp.Status, body)
+		return managerMetrics{}, fmt.Errorf("%s: %s", resp.Status, body)
 	}
-	return sumMetric(resp.Body, "rest_client_requests_total")
+	v, err := sumMetrics(resp.Body, "rest_client_requests_total", "go_gc_heap_live_bytes", "go_gc_heap_goal_bytes",
+		"go_memstats_heap_sys_bytes", "go_memstats_heap_released_bytes")
+	if err != nil {
+		return managerMetrics{}, err
+	}
+	return managerMetrics{
+		requests: v["rest_client_requests_total"],
+		heapLive: v["go_gc_heap_live_bytes"],
+		heapGoal: v["go_gc_heap_goal_bytes"],
+		heapHeld: v["go_memstats_heap_sys_bytes"] - v["go_memstats_heap_released_bytes"],
+	}, nil
 }
 
-// sumMetric adds up every sample of a counter in Prometheus' text format.
-func sumMetric(r io.Reader, name string) (float64, error) {
-	return sumMetricWhere(r, name, func(map[string]string) bool { return true })
+// sumMetrics adds up every sample of each named metric in one pass; a metric without any
+// sample is an error (a renamed metric must not read as 0).
+func sumMetrics(r io.Reader, names ...string) (map[string]float64, error) {
+	sums := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, name := range names {
+			rest, ok := strings.CutPrefix(line, name)
+			if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+				continue
+			}
+			_, value, err := parseSample(rest)
+			if err != nil {
+				return nil, fmt.Errorf("parsing %q: %w", line, err)
+			}
+			sums[name] += value
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if _, ok := sums[name]; !ok {
+			return nil, fmt.Errorf("no %s in the metrics", name)
+		}
+	}
+	return sums, nil
 }
 
 // sumMetricWhere adds up the samples of a counter in Prometheus' text format whose labels
@@ -183,6 +231,7 @@ func ratios(ms []*ManagerResult) map[string]float64 {
 		div(p.Name+" cpuSeconds", p.CPUSeconds, q.CPUSeconds)
 		div(p.Name+" peakRSSBytes", float64(p.PeakRSSBytes), float64(q.PeakRSSBytes))
 		div(p.Name+" settledRSSBytes", float64(p.SettledRSSBytes), float64(q.SettledRSSBytes))
+		div(p.Name+" liveHeapBytes", float64(p.LiveHeapBytes), float64(q.LiveHeapBytes))
 	}
 	for i := range up.Phases {
 		phase(k.Phases[i], up.Phases[i])
@@ -263,12 +312,12 @@ func goals(res *Result) []Goal {
 func printTable(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "\n%d Deployments × %d replicas, %d KWOK nodes, --kube-api-qps=%g --kube-api-burst=%d, %d CPUs\n",
 		res.Config.Deployments, res.Config.Replicas, res.Config.Nodes, res.Config.QPS, res.Config.Burst, res.Machine.CPUs)
-	fmt.Fprintf(w, "wall: to convergence; requests (Event writes among them), CPU: until the manager settled (idle %s); peak RSS: VmHWM, the peak so far; settled RSS: VmRSS once settled\n",
+	fmt.Fprintf(w, "wall: to convergence; requests (Event writes among them), CPU: until the manager settled (idle %s); peak RSS: VmHWM, the peak so far; settled RSS: VmRSS once settled; live heap: the Go heap the manager's last GC found live, once settled\n",
 		res.Config.Settle)
 	fmt.Fprintf(w, "until settled too: control plane CPU: kube-apiserver, etcd, kube-scheduler and kwok; machine CPU: busy time of all %d CPUs (/proc/stat), the manager's and the driver's included\n",
 		res.Machine.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tmanager\twall s\tpods/s\tAPI requests\tEvents\tCPU s\tpeak RSS MiB\tsettled RSS MiB\tcontrol plane CPU s\tmachine CPU s\t")
+	fmt.Fprintln(tw, "phase\tmanager\twall s\tpods/s\tAPI requests\tEvents\tCPU s\tpeak RSS MiB\tsettled RSS MiB\tlive heap MiB\tcontrol plane CPU s\tmachine CPU s\t")
 	cells := func(c ...string) { fmt.Fprintln(tw, strings.Join(c, "\t")+"\t") }
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
 	ratio := func(key, format string) string {
@@ -294,7 +343,7 @@ func printTable(w io.Writer, res *Result) {
 				pods = f("%.1f", p.PodsPerSecond)
 			}
 			cells(name, m.Name, f("%.1f", p.WallSeconds), pods, f("%.0f", p.Requests), f("%.0f", p.EventWrites), seconds(p.CPUSeconds),
-				f("%.0f", mib(p.PeakRSSBytes)), f("%.0f", mib(p.SettledRSSBytes)), seconds(p.ControlPlaneCPUSeconds), seconds(p.MachineCPUSeconds))
+				f("%.0f", mib(p.PeakRSSBytes)), f("%.0f", mib(p.SettledRSSBytes)), f("%.0f", mib(p.LiveHeapBytes)), seconds(p.ControlPlaneCPUSeconds), seconds(p.MachineCPUSeconds))
 		}
 		if res.Ratio != nil {
 			cpu := ratio(name+" cpuSeconds", "%.2f")
@@ -306,7 +355,7 @@ func printTable(w io.Writer, res *Result) {
 				wall = "" // the same for both
 			}
 			cells(name, "kcm/upstream", wall, "", ratio(name+" apiRequests", "%.2f"),
-				ratio(name+" eventWrites", "%.2f"), cpu, ratio(name+" peakRSSBytes", "%.2f"), ratio(name+" settledRSSBytes", "%.2f"), "", "")
+				ratio(name+" eventWrites", "%.2f"), cpu, ratio(name+" peakRSSBytes", "%.2f"), ratio(name+" settledRSSBytes", "%.2f"), ratio(name+" liveHeapBytes", "%.2f"), "", "")
 		}
 	}
 	if len(res.Managers) > 0 {

@@ -184,15 +184,15 @@ func TestGoals(t *testing.T) {
 }
 
 func TestPrintTable(t *testing.T) {
-	phase := func(name string, wall, cpu, controlPlane, machine float64) *PhaseResult {
+	phase := func(name string, wall, cpu, controlPlane, machine float64, live int64) *PhaseResult {
 		return &PhaseResult{Name: name, WallSeconds: wall, CPUSeconds: cpu, Requests: 1000, PeakRSSBytes: 100 << 20, SettledRSSBytes: 90 << 20,
-			ControlPlaneCPUSeconds: controlPlane, MachineCPUSeconds: machine}
+			LiveHeapBytes: live << 20, ControlPlaneCPUSeconds: controlPlane, MachineCPUSeconds: machine}
 	}
 	res := &Result{
 		Machine: Machine{CPUs: 2},
 		Managers: []*ManagerResult{
-			{Name: "upstream", Phases: []*PhaseResult{phase("create", 100, 10, 61.5, 150.25)}, Quiet: phase(quietPhase, 10, 0.2, 1.5, 2.5)},
-			{Name: "kcm", Phases: []*PhaseResult{phase("create", 60, 9, 42.25, 101.5)}, Quiet: phase(quietPhase, 10, 0.1, 1.25, 2)},
+			{Name: "upstream", Phases: []*PhaseResult{phase("create", 100, 10, 61.5, 150.25, 40)}, Quiet: phase(quietPhase, 10, 0.2, 1.5, 2.5, 40)},
+			{Name: "kcm", Phases: []*PhaseResult{phase("create", 60, 9, 42.25, 101.5, 30)}, Quiet: phase(quietPhase, 10, 0.1, 1.25, 2, 35)},
 		},
 	}
 	res.Ratio = ratios(res.Managers)
@@ -208,23 +208,23 @@ func TestPrintTable(t *testing.T) {
 		t.Fatalf("no row %s %s in\n%s", phase, manager, out)
 		return nil
 	}
-	if !strings.Contains(strings.Join(strings.Fields(out), " "), " phase manager wall s pods/s API requests Events CPU s peak RSS MiB settled RSS MiB control plane CPU s machine CPU s ") {
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), " phase manager wall s pods/s API requests Events CPU s peak RSS MiB settled RSS MiB live heap MiB control plane CPU s machine CPU s ") {
 		t.Errorf("no header with the control plane's and the machine's CPU after the existing columns in\n%s", out)
 	}
 	for _, tc := range []struct {
 		phase, manager string
 		want           []string
 	}{
-		{"create", "upstream", []string{"100.0", "1000", "0", "10.0", "100", "90", "61.5", "150.2"}},
-		{"create", "kcm", []string{"60.0", "1000", "0", "9.0", "100", "90", "42.2", "101.5"}},
-		{"quiet", "kcm", []string{"10.0", "1000", "0", "0.1", "(0.010", "cores)", "100", "90", "1.2", "(0.125", "cores)", "2.0", "(0.200", "cores)"}},
+		{"create", "upstream", []string{"100.0", "1000", "0", "10.0", "100", "90", "40", "61.5", "150.2"}},
+		{"create", "kcm", []string{"60.0", "1000", "0", "9.0", "100", "90", "30", "42.2", "101.5"}},
+		{"quiet", "kcm", []string{"10.0", "1000", "0", "0.1", "(0.010", "cores)", "100", "90", "35", "1.2", "(0.125", "cores)", "2.0", "(0.200", "cores)"}},
 	} {
 		if got := row(tc.phase, tc.manager)[2:]; !slices.Equal(got, tc.want) {
 			t.Errorf("%s %s: %q, want %q", tc.phase, tc.manager, got, tc.want)
 		}
 	}
-	// The ratios stay where they were, with nothing under the new columns.
-	if got, want := row("create", "kcm/upstream")[2:], []string{"0.60", "1.00", "0.90", "1.00", "1.00"}; !slices.Equal(got, want) {
+	// The ratios stay where they were, the live heap's after the RSS', nothing under the CPU columns.
+	if got, want := row("create", "kcm/upstream")[2:], []string{"0.60", "1.00", "0.90", "1.00", "1.00", "0.75"}; !slices.Equal(got, want) {
 		t.Errorf("create kcm/upstream: %q, want %q", got, want)
 	}
 }

@@ -81,6 +81,12 @@ type PhaseResult struct {
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
 	// SettledRSSBytes is VmRSS once the phase settled.
 	SettledRSSBytes int64 `json:"settledRSSBytes"`
+	// LiveHeapBytes, HeapGoalBytes and HeapHeldBytes are the Go runtime's live heap, next GC
+	// target and heap memory held from the OS once the phase settled (managerMetrics): they
+	// tell what the manager holds from what the garbage collector lets it grow to.
+	LiveHeapBytes int64 `json:"liveHeapBytes"`
+	HeapGoalBytes int64 `json:"heapGoalBytes"`
+	HeapHeldBytes int64 `json:"heapHeldBytes"`
 	// PodsCreated counts pods that came into being during the phase; PodsPerSecond is that
 	// over the phase's wall time.
 	PodsCreated   int     `json:"podsCreated"`
@@ -97,8 +103,9 @@ type clusterPaths struct{ dir, assets, kwok string }
 
 // sample is the manager's counters at one instant.
 type sample struct {
-	at       time.Time
-	requests float64
+	at time.Time
+	// metrics is what the manager's /metrics said.
+	metrics managerMetrics
 	// events is the API server's count of core/v1 Event writes (eventWrites).
 	events float64
 	usage  cluster.Usage
@@ -158,7 +165,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		if proc.Exited() {
 			return sample{}, fmt.Errorf("%s", proc.State())
 		}
-		reqs, err := scrapeRequests(ctx, metricsURL)
+		mm, err := scrapeManager(ctx, metricsURL)
 		if err != nil {
 			return sample{}, fmt.Errorf("scraping %s: %w (%s)", metricsURL, err, proc.State())
 		}
@@ -178,7 +185,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		if err != nil {
 			return sample{}, fmt.Errorf("the machine's CPU time: %w", err)
 		}
-		return sample{at: time.Now(), requests: reqs, events: events, usage: u, controlPlane: controlPlane, machine: machine}, nil
+		return sample{at: time.Now(), metrics: mm, events: events, usage: u, controlPlane: controlPlane, machine: machine}, nil
 	}
 
 	if err := c.WaitNodesSchedulable(ctx, 3*time.Minute); err != nil {
@@ -194,7 +201,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 	// The phase's pods: Deployments' pods of the phase's template. A slow start of the
 	// metrics endpoint would otherwise count against the first phase.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := scrapeRequests(ctx, metricsURL)
+		_, err := scrapeManager(ctx, metricsURL)
 		return err == nil, nil
 	}); err != nil {
 		return nil, fmt.Errorf("metrics of %s never answered: %w", proc.State(), err)
@@ -261,9 +268,9 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		}
 		res.Phases = append(res.Phases, pr)
 		windows = append(windows, window{name: ph.name, start: prev.at, end: end.at})
-		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB); control plane %.1f CPU s, machine %.1f CPU s\n",
+		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB; Go heap live %.0f, GC goal %.0f, held %.0f MiB); control plane %.1f CPU s, machine %.1f CPU s\n",
 			m.Name, ph.name, pr.WallSeconds, pr.SettleSeconds, pr.Requests, pr.EventWrites, pr.CPUSeconds, mib(pr.SettledRSSBytes), mib(pr.PeakRSSBytes),
-			pr.ControlPlaneCPUSeconds, pr.MachineCPUSeconds)
+			mib(pr.LiveHeapBytes), mib(pr.HeapGoalBytes), mib(pr.HeapHeldBytes), pr.ControlPlaneCPUSeconds, pr.MachineCPUSeconds)
 		prev = end
 
 		if ph.name == "create" && cfg.Quiet > 0 {
@@ -286,8 +293,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			q.Settled = true
 			res.Quiet = q
 			windows = append(windows, window{name: quietPhase, start: prev.at, end: end.at})
-			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB; control plane %.3f cores, machine %.3f cores\n",
-				m.Name, q.CPUSeconds/q.WallSeconds, q.Requests, q.EventWrites, mib(q.SettledRSSBytes),
+			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB (Go heap live %.0f, GC goal %.0f, held %.0f MiB); control plane %.3f cores, machine %.3f cores\n",
+				m.Name, q.CPUSeconds/q.WallSeconds, q.Requests, q.EventWrites, mib(q.SettledRSSBytes), mib(q.LiveHeapBytes), mib(q.HeapGoalBytes), mib(q.HeapHeldBytes),
 				q.ControlPlaneCPUSeconds/q.WallSeconds, q.MachineCPUSeconds/q.WallSeconds)
 			prev = end
 		}
@@ -314,7 +321,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		}
 	}
 	// Totals cover the manager's whole life, start-up and idle included.
-	res.Requests = prev.requests
+	res.Requests = prev.metrics.requests
 	res.EventWrites = prev.events
 	if cfg.ByClient {
 		res.EventWrites = 0
@@ -337,11 +344,14 @@ const quietPhase = "quiet"
 func phaseResult(name string, from, to sample) *PhaseResult {
 	return &PhaseResult{
 		Name:            name,
-		Requests:        to.requests - from.requests,
+		Requests:        to.metrics.requests - from.metrics.requests,
 		EventWrites:     to.events - from.events,
 		CPUSeconds:      (to.usage.CPU - from.usage.CPU).Seconds(),
 		PeakRSSBytes:    to.usage.PeakRSS,
 		SettledRSSBytes: to.usage.RSS,
+		LiveHeapBytes:   int64(to.metrics.heapLive),
+		HeapGoalBytes:   int64(to.metrics.heapGoal),
+		HeapHeldBytes:   int64(to.metrics.heapHeld),
 
 		ControlPlaneCPUSeconds: (to.controlPlane - from.controlPlane).Seconds(),
 		MachineCPUSeconds:      (to.machine - from.machine).Seconds(),
