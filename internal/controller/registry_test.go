@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ccmnames "k8s.io/cloud-provider/names"
 
+	"github.com/kcm/kcm/internal/controller/garbagecollector"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/setup"
 )
@@ -157,6 +159,28 @@ func TestCacheRestrictionsAgree(t *testing.T) {
 	}
 	if len(setup.CacheRestrictions(Registry())) != len(seen) {
 		t.Errorf("CacheRestrictions lost a kind")
+	}
+}
+
+// The garbage collector watches some kinds through the shared cache (its typed informers)
+// instead of a metadata informer of its own; a kind the shared cache restricts to some of its
+// objects would hide the others from the collector's graph, and their dependents would never
+// be collected.
+func TestCollectorSharesNoRestrictedKind(t *testing.T) {
+	restricted := setup.CacheRestrictions(Registry())
+	if len(restricted) == 0 {
+		t.Fatal("no controller restricts the shared cache: the witness (root-ca ConfigMaps) is gone")
+	}
+	for obj := range restricted {
+		gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gvk := range gvks {
+			if garbagecollector.SharesKind(gvk) {
+				t.Errorf("%s: the shared cache restricts it, and the garbage collector watches it there", gvk)
+			}
+		}
 	}
 }
 

@@ -7,10 +7,19 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,21 +99,51 @@ type resourceWatch struct {
 }
 
 // sharedKinds are watched through the shared cache rather than a metadata informer: kcm's
-// controllers keep every object of these kinds whole in it anyway, so a metadata informer
-// would hold each pod a second time and decode each of its events twice (issue 24).
-// Upstream's collector does the same with its typed informers (ObjectOrMetadataInformerFactory);
-// kinds no controller keeps (ConfigMaps, Secrets, custom resources, ...) stay metadata-only.
+// default controllers keep every object of these kinds whole in it anyway (each is in a
+// For, Owns or Watches of one), so a metadata informer would hold each object a second time
+// and have the API server send, and kcm decode, each of its events twice (issue 24: before
+// Nodes, Leases and the rest were listed, kcm's cluster served one more watch than
+// upstream's of each of them). Upstream's collector shares the typed informer of every
+// built-in kind (ObjectOrMetadataInformerFactory); here kinds no controller keeps whole
+// (ConfigMaps, which the shared cache restricts, Secrets, custom resources, ...) stay
+// metadata-only. A kind whose controller is turned off is still watched typed, as upstream's.
 var sharedKinds = map[schema.GroupVersionKind]bool{
-	corev1.SchemeGroupVersion.WithKind("Pod"):                true,
-	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):         true,
-	appsv1.SchemeGroupVersion.WithKind("Deployment"):         true,
-	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):        true,
-	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):          true,
-	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"): true,
-	batchv1.SchemeGroupVersion.WithKind("Job"):               true,
-	batchv1.SchemeGroupVersion.WithKind("CronJob"):           true,
-	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): true,
+	corev1.SchemeGroupVersion.WithKind("Pod"):                                        true,
+	corev1.SchemeGroupVersion.WithKind("Node"):                                       true,
+	corev1.SchemeGroupVersion.WithKind("Namespace"):                                  true,
+	corev1.SchemeGroupVersion.WithKind("Service"):                                    true,
+	corev1.SchemeGroupVersion.WithKind("Endpoints"):                                  true,
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"):                             true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolume"):                           true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"):                      true,
+	corev1.SchemeGroupVersion.WithKind("ResourceQuota"):                              true,
+	corev1.SchemeGroupVersion.WithKind("ReplicationController"):                      true,
+	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):                                 true,
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):                                 true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):                                true,
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):                                  true,
+	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"):                         true,
+	batchv1.SchemeGroupVersion.WithKind("Job"):                                       true,
+	batchv1.SchemeGroupVersion.WithKind("CronJob"):                                   true,
+	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):                         true,
+	coordinationv1.SchemeGroupVersion.WithKind("Lease"):                              true,
+	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"):                      true,
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):                                true,
+	networkingv1.SchemeGroupVersion.WithKind("ServiceCIDR"):                          true,
+	networkingv1.SchemeGroupVersion.WithKind("IPAddress"):                            true,
+	certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"):          true,
+	storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"):                        true,
+	storagev1.SchemeGroupVersion.WithKind("CSIDriver"):                               true,
+	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"):             true,
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"): true,
+	resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"):                          true,
+	resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"):                  true,
+	resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"):                          true,
 }
+
+// SharesKind reports whether the collector watches gvk through the manager's shared cache
+// (for the registry's test that no such kind is one the shared cache restricts).
+func SharesKind(gvk schema.GroupVersionKind) bool { return sharedKinds[gvk] }
 
 // The metadata watches run in a cache on the manager's configuration (kcm's identity, which
 // may list and watch everything, as upstream's shared metadata informers); the collector's

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +23,10 @@ func TestSharedObject(t *testing.T) {
 		{corev1.SchemeGroupVersion.WithKind("Pod"), &corev1.Pod{}},
 		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), &appsv1.ReplicaSet{}},
 		{appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}},
+		// Every node's heartbeat is a Lease update: watched twice, each cost the API server
+		// and kcm twice.
+		{corev1.SchemeGroupVersion.WithKind("Node"), &corev1.Node{}},
+		{coordinationv1.SchemeGroupVersion.WithKind("Lease"), &coordinationv1.Lease{}},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), nil},
 		{corev1.SchemeGroupVersion.WithKind("Secret"), nil},
 		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, nil},
