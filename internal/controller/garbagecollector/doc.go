@@ -7,11 +7,14 @@
 //
 //   - Watches. A periodic discovery pass (every 30 s, as upstream) lists every resource that
 //     supports list, watch and delete, less upstream's ignored resources (events), and adds a
-//     metadata-only watch (a PartialObjectMetadata informer) for each new one to the running
-//     controller, so custom resources installed after start are collected too; watches of
-//     resources that disappear are removed. The informers live in a cache of the collector's
-//     own: the manager's shared cache restricts some kinds (ConfigMaps to the root CA bundle),
-//     and metadata informers are never shared with typed ones anyway.
+//     watch for each new one to the running controller, so custom resources installed after
+//     start are collected too; watches of resources that disappear are removed. The kinds
+//     kcm's default controllers keep whole anyway (pods, workloads, nodes, leases, services,
+//     volumes, ...: sharedKinds) are watched through the shared cache's typed informers, as
+//     upstream's collector shares its typed ones, so that each object is held and each event
+//     decoded once. The others get a metadata-only watch (a PartialObjectMetadata informer)
+//     in a cache of the collector's own: the manager's shared cache restricts some kinds
+//     (ConfigMaps to the root CA bundle), and would otherwise hold whole Secrets.
 //   - Graph. The watches' event handlers keep upstream's ownership graph (graph.go): one node
 //     per UID, with its owners, its dependents, and "virtual" nodes for owners referenced but
 //     not yet seen. Every change goes through one function that returns what to do next
