@@ -111,63 +111,49 @@ func scrapeManager(ctx context.Context, url string) (managerMetrics, error) {
 // sumMetrics adds up every sample of each named metric in one pass; a metric without any
 // sample is an error (a renamed metric must not read as 0).
 func sumMetrics(r io.Reader, names ...string) (map[string]float64, error) {
+	return sumSamples(r, names, func(map[string]string) bool { return true })
+}
+
+// sumMetricWhere adds up the samples of a counter in Prometheus' text format whose labels
+// match; a counter without any sample is an error (a renamed metric must not read as 0).
+func sumMetricWhere(r io.Reader, name string, match func(labels map[string]string) bool) (float64, error) {
+	sums, err := sumSamples(r, []string{name}, match)
+	return sums[name], err
+}
+
+// sumSamples adds up, per name, the samples in Prometheus' text format whose labels match,
+// in one pass; a name without any sample, matching or not, is an error.
+func sumSamples(r io.Reader, names []string, match func(labels map[string]string) bool) (map[string]float64, error) {
 	sums := map[string]float64{}
+	found := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		for _, name := range names {
 			rest, ok := strings.CutPrefix(line, name)
-			if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
 				continue
 			}
-			_, value, err := parseSample(rest)
+			labels, value, err := parseSample(rest)
 			if err != nil {
 				return nil, fmt.Errorf("parsing %q: %w", line, err)
 			}
-			sums[name] += value
+			found[name] = true
+			if match(labels) {
+				sums[name] += value
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		if _, ok := sums[name]; !ok {
+		if !found[name] {
 			return nil, fmt.Errorf("no %s in the metrics", name)
 		}
 	}
 	return sums, nil
-}
-
-// sumMetricWhere adds up the samples of a counter in Prometheus' text format whose labels
-// match; a counter without any sample is an error (a renamed metric must not read as 0).
-func sumMetricWhere(r io.Reader, name string, match func(labels map[string]string) bool) (float64, error) {
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		labels, value, err := parseSample(rest)
-		if err != nil {
-			return 0, fmt.Errorf("parsing %q: %w", line, err)
-		}
-		found = true
-		if match(labels) {
-			sum += value
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("no %s in the metrics", name)
-	}
-	return sum, nil
 }
 
 // parseSample reads `{k="v",...} value [timestamp]`, what follows a sample's name.
