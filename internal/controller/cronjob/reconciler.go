@@ -242,7 +242,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, cj *batchv1.CronJob)
 	obj.Status = cj.Status
 	// Optimistic: status.active and lastScheduleTime cannot be recomputed from the Jobs; a
 	// stale write would lose an active Job or fire a schedule twice.
-	if err := patch.Status(ctx, r.Client, obj, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, obj); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	return nil

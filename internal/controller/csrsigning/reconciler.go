@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		})
 		// Optimistic: the conditions are appended to what was read; a concurrent approval or
 		// denial must not be overwritten.
-		if err := patch.Status(ctx, r.Client, csr, patch.Optimistic); err != nil {
+		if err := patch.Status(ctx, r.Client, csr); err != nil {
 			return reconcile.Result{}, fmt.Errorf("error adding failure condition for csr: %w", err)
 		}
 		log.FromContext(ctx).V(2).Info("CertificateSigningRequest failed the signer's checks", "message", invalid.Error())
@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	csr.Status.Certificate = certPEM
 	// Optimistic: a request denied or failed since it was read must not get a certificate.
-	if err := patch.Status(ctx, r.Client, csr, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, csr); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error updating signature for csr: %w", err)
 	}
 	log.FromContext(ctx).V(2).Info("Issued certificate")

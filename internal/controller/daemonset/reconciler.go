@@ -146,6 +146,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Clock.Now()
 	status := calculateStatus(ds, nodes.Items, nodePods, hash, now, r.ComparisonOperators)
 	if err := r.updateStatus(ctx, ds, status); err != nil {
+		if apierrors.IsConflict(err) && syncErr == nil {
+			// Another writer changed the DaemonSet since the cache's copy (the spec, a
+			// label): recompute from the newer copy, which the cache is about to deliver.
+			log.FromContext(ctx).V(4).Info("Status not written: the cache is behind the DaemonSet", "err", err)
+			return reconcile.Result{RequeueAfter: staleRecheck}, nil
+		}
 		return reconcile.Result{}, errors.Join(syncErr, err)
 	}
 	if syncErr != nil {
@@ -431,9 +437,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, sta
 	}
 	updated := orig.DeepCopy()
 	updated.Status = status
-	// LastWriteWins: recomputed whole from the nodes and pods every sync; our write's event
-	// brings another.
-	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, updated); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	r.Stale.WroteAt(client.ObjectKeyFromObject(updated), updated.UID, daemonSetsResource, updated.ResourceVersion)

@@ -219,7 +219,7 @@ func (s *syncer) writeStatus(ctx context.Context) error {
 	}
 	// Optimistic: conditions keep their transition times and the progress deadline counts
 	// from them; written over a newer status they would be lost (upstream's UpdateStatus).
-	if err := patch.Status(ctx, s.Client, s.d, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, s.Client, s.d); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	s.written = s.d.DeepCopy()

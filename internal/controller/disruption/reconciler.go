@@ -151,7 +151,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptio
 	// Optimistic: the eviction API writes disruptedPods and disruptionsAllowed too, and a
 	// status computed before an eviction must not overwrite the eviction's (a conflict
 	// retries instead).
-	if err := patch.Status(ctx, r.Client, pdb, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, pdb); err != nil {
 		return fmt.Errorf("updating PodDisruptionBudget status: %w", err)
 	}
 	return nil

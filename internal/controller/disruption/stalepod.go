@@ -60,7 +60,7 @@ func (r *StalePodReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	setDisruptionTargetFalse(p, now)
 	// Optimistic: a new eviction may have set the condition again since our read, and the
 	// update replaces the whole conditions list (upstream's UpdateStatus locks too).
-	if err := patch.Status(ctx, r.Client, p, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, p); err != nil {
 		return reconcile.Result{}, fmt.Errorf("clearing DisruptionTarget condition: %w", err)
 	}
 	log.FromContext(ctx).V(2).Info("Reset stale DisruptionTarget condition to False")

@@ -482,7 +482,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job, orig *batchv1.Job) er
 	// would count pods twice or lose them.
 	stored := job.DeepCopy()
 	stored.ResourceVersion = orig.ResourceVersion
-	if err := patch.Status(ctx, r.Client, stored, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, stored); err != nil {
 		return err
 	}
 	r.Stale.WroteAt(client.ObjectKeyFromObject(job), stored.UID, jobsResource, stored.ResourceVersion)

@@ -88,7 +88,7 @@ func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, 
 		return nil
 	}
 	// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
-	if err := patch.Status(ctx, r.Client, ns, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, ns); err != nil {
 		return fmt.Errorf("updating the deletion conditions of namespace %s: %w", ns.Name, client.IgnoreNotFound(err))
 	}
 	return nil

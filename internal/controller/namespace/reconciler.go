@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ns.Status.Phase != corev1.NamespaceTerminating {
 		ns.Status.Phase = corev1.NamespaceTerminating
 		// Optimistic, as upstream's UpdateStatus: others write the namespace while it terminates.
-		if err := patch.Status(ctx, r.Client, ns, patch.Optimistic); err != nil {
+		if err := patch.Status(ctx, r.Client, ns); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}

@@ -258,7 +258,9 @@ func (r *Reconciler) syncNoScheduleTaintsAndLabels(ctx context.Context, node *co
 	}
 	orig := node.DeepCopy()
 	node.Spec.Taints, node.Labels = taints, labels
-	if err := r.Client.Patch(ctx, node, patch.From(orig, patch.Optimistic)); err != nil {
+	// At the version read: a merge patch replaces the whole taints list, which must not drop
+	// a taint another writer added since.
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating taints and labels of node %s: %w", node.Name, err)
 	}
 	return nil
@@ -297,7 +299,7 @@ func (r *Reconciler) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	node.Status.Conditions = conds
 	// Optimistic: a heartbeat the kubelet wrote since the read must not be overwritten with
 	// Unknown; on a conflict the node is read and judged again.
-	if err := patch.Status(ctx, r.Client, node, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, node); err != nil {
 		return fmt.Errorf("marking node %s Unknown: %w", node.Name, err)
 	}
 	log.FromContext(ctx).Info("Node stopped posting status; marked Unknown", "node", node.Name)
@@ -332,7 +334,8 @@ func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key st
 	}
 	orig := node.DeepCopy()
 	node.Spec.Taints = taints
-	if err := r.Client.Patch(ctx, node, patch.From(orig, patch.Optimistic)); err != nil {
+	// At the version read, as above.
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating NoExecute taints of node %s: %w", node.Name, err)
 	}
 	if key != "" {
@@ -359,7 +362,7 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node) er
 		p.Status.Conditions[cond].LastTransitionTime = metav1.NewTime(r.Clock.Now())
 		// Optimistic, as upstream's UpdateStatus: the kubelet, if it is back, may have
 		// reported the pod since the read; its report wins and the next sync judges again.
-		err := patch.Status(ctx, r.Client, p, patch.Optimistic)
+		err := patch.Status(ctx, r.Client, p)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

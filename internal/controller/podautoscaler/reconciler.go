@@ -377,7 +377,7 @@ func (r *Reconciler) updateStatusIfNeeded(ctx context.Context, original *autosca
 	if equality.Semantic.DeepEqual(original, &hpa.Status) {
 		return nil
 	}
-	if err := patch.Status(ctx, r.Client, hpa, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, hpa); err != nil {
 		r.event(hpa, corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
 		return fmt.Errorf("failed to update status for %s: %w", hpa.Name, err)
 	}

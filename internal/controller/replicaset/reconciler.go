@@ -108,6 +108,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Clock.Now()
 	status := calculateStatus(rs, active, terminating, manageErr, r.Kind.TerminatingReplicas, now)
 	if err := r.updateStatus(ctx, obj, rs, status); err != nil {
+		if apierrors.IsConflict(err) && manageErr == nil {
+			// Another writer changed the owner since the cache's copy (the spec, a label):
+			// recompute from the newer copy, which the cache is about to deliver.
+			log.FromContext(ctx).V(4).Info("Status not written: the cache is behind the owner", "err", err)
+			return reconcile.Result{RequeueAfter: staleRecheck}, nil
+		}
 		return reconcile.Result{}, errors.Join(manageErr, err)
 	}
 	if manageErr != nil {
@@ -224,8 +230,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *ap
 		return nil
 	}
 	r.Kind.SetStatus(obj, status)
-	// LastWriteWins: recomputed whole from the pods every sync; our write's event brings another.
-	if err := patch.Status(ctx, r.Client, obj, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, obj); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), replicaSetsResource, obj.GetResourceVersion())

@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rq.Status = st
 		// Optimistic: admission charges creations into status.used between our read and
 		// write; overwriting its charge would let the namespace exceed the quota.
-		if err := patch.Status(ctx, r.Client, rq, patch.Optimistic); err != nil {
+		if err := patch.Status(ctx, r.Client, rq); err != nil {
 			r.written.Forget(key)
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil

@@ -139,6 +139,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		recordMaxUnavailable(set)
 	}
 	if err := r.patchStatus(ctx, set, status); err != nil {
+		if apierrors.IsConflict(err) && actErr == nil {
+			// Another writer changed the set since the cache's copy (the spec, a label):
+			// recompute from the newer copy, which the cache is about to deliver.
+			log.FromContext(ctx).V(4).Info("Status not written: the cache is behind the StatefulSet", "err", err)
+			return reconcile.Result{RequeueAfter: staleRecheck}, nil
+		}
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}
 
@@ -469,9 +475,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	}
 	updated := set.DeepCopy()
 	updated.Status = status
-	// LastWriteWins: recomputed whole from the pods and revisions every sync, as upstream
-	// (which retries its UpdateStatus on a conflict over the newest copy).
-	if err := patch.Status(ctx, r.Client, updated, patch.LastWriteWins); err != nil {
+	if err := patch.Status(ctx, r.Client, updated); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	r.wrote(updated, statefulSetsResource, updated.ResourceVersion)

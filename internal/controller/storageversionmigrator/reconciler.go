@@ -175,7 +175,7 @@ func (r *Reconciler) migrate(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, nil
 	}
 	// Optimistic: the three controllers write this status; each works from what it read.
-	return reconcile.Result{}, patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return reconcile.Result{}, patch.Status(ctx, r.Client, svm)
 }
 
 // listAll lists the resource's objects' metadata in pages, all of one snapshot, and the
@@ -225,7 +225,7 @@ func (r *Reconciler) setRunning(ctx context.Context, svm *svmv1.StorageVersionMi
 		Message: runningMessage(&p, transientErr)}) {
 		return nil
 	}
-	return patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return patch.Status(ctx, r.Client, svm)
 }
 
 // fail marks the migration Failed with upstream's message; with p, after objects were being
@@ -244,7 +244,7 @@ func (r *Reconciler) fail(ctx context.Context, svm *svmv1.StorageVersionMigratio
 	if !changed {
 		return nil
 	}
-	return patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return patch.Status(ctx, r.Client, svm)
 }
 
 // withinDiscoveryGrace: the migration is recent enough that its resource may just not be

@@ -61,7 +61,7 @@ func (r *Reconciler) recordResourceVersion(ctx context.Context, req reconcile.Re
 	}
 	svm.Status.ResourceVersion = latest
 	// Optimistic: the three controllers write this status; each works from what it read.
-	if err := patch.Status(ctx, r.Client, svm, patch.Optimistic); err != nil {
+	if err := patch.Status(ctx, r.Client, svm); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error updating status for %s: %w", svm.Name, err)
 	}
 	return reconcile.Result{}, nil
@@ -119,5 +119,5 @@ func (r *Reconciler) currentResourceVersion(ctx context.Context, gvr schema.Grou
 // the message, added unless one is there.
 func (r *Reconciler) failOnce(ctx context.Context, svm *svmv1.StorageVersionMigration, message string) error {
 	addConditionOnce(svm, svmv1.MigrationFailed, reasonFailed, message, metav1.NewTime(r.Clock.Now()))
-	return patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return patch.Status(ctx, r.Client, svm)
 }

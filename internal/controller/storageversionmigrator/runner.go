@@ -55,7 +55,7 @@ func (r *Reconciler) close(ctx context.Context, svm *svmv1.StorageVersionMigrati
 		return err
 	}
 	// Optimistic: the three controllers write this status; each works from what it read.
-	return patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return patch.Status(ctx, r.Client, svm)
 }
 
 // start marks the resource's CRD, if it is one, StorageMigrating, then the migration Running.
@@ -70,7 +70,7 @@ func (r *Reconciler) start(ctx context.Context, svm *svmv1.StorageVersionMigrati
 	if !addConditionOnce(svm, svmv1.MigrationRunning, reasonRunning, runningMessage(nil, nil), metav1.NewTime(r.Clock.Now())) {
 		return nil
 	}
-	return patch.Status(ctx, r.Client, svm, patch.Optimistic)
+	return patch.Status(ctx, r.Client, svm)
 }
 
 // finishCRD settles the CRD's status after a migration (crdFinish).
