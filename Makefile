@@ -18,9 +18,15 @@ KUBECTL ?= $(K8S_BIN)/kubectl
 UPSTREAM_KCM ?= $(K8S_BIN)/kube-controller-manager
 BENCH_ARGS ?=
 
-KCM_VERSION ?= v0.1.0-dev
+# The version kcm reports: `git describe` when a tag is reachable (v0.2.0, v0.2.0-3-gabc1234,
+# -dirty with uncommitted changes), v0.1.0-dev otherwise. Expanded once, not at each use.
+ifeq ($(origin KCM_VERSION),undefined)
+KCM_VERSION := $(or $(shell git describe --tags --dirty 2>/dev/null),v0.1.0-dev)
+endif
 KCM_LDFLAGS := -X github.com/kcm/kcm/internal/version.gitVersion=$(KCM_VERSION)
 IMG ?= kcm:dev
+# What `make deploy` applies: config/default, or an overlay such as config/control-plane.
+DEPLOY_CONFIG ?= config/default
 
 # Tests find the control plane through KUBEBUILDER_ASSETS, like any envtest suite.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
@@ -30,7 +36,7 @@ all: build
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 ##@ The two commands
 
@@ -98,8 +104,18 @@ docker-build: ## Build the container image (needs a Docker engine).
 	docker build --build-arg KCM_VERSION=$(KCM_VERSION) -t $(IMG) .
 
 .PHONY: deploy
-deploy: ## Deploy into the cluster of the current kubeconfig.
-	$(KUBECTL) apply -k config/default
+deploy: $(KUBECTL) ## Deploy DEPLOY_CONFIG (config/default) with image IMG into the cluster of the current kubeconfig, server-side.
+	@# IMG is set by an overlay in a temporary directory (kustomize's images: name, tag or digest),
+	@# so that the repository's config/ is never edited.
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	img='$(IMG)'; name="$$img"; tag=; digest=; \
+	if [[ "$$img" == *@* ]]; then name="$${img%%@*}"; digest="$${img#*@}"; \
+	elif [[ "$${img##*/}" == *:* ]]; then name="$${img%:*}"; tag="$${img##*:}"; else tag=latest; fi; \
+	{ echo "resources:"; echo "- $$(realpath --relative-to="$$dir" '$(CURDIR)/$(DEPLOY_CONFIG)')"; \
+	  echo "images:"; echo "- name: kcm"; echo "  newName: $$name"; \
+	  if [ -n "$$tag" ]; then echo "  newTag: \"$$tag\""; fi; \
+	  if [ -n "$$digest" ]; then echo "  digest: $$digest"; fi; } > "$$dir/kustomization.yaml"; \
+	$(KUBECTL) kustomize "$$dir" | $(KUBECTL) apply --server-side -f -
 
 ##@ Tools, built once into bin/
 
