@@ -30,30 +30,21 @@ import (
 	"github.com/kcm/kcm/test/cluster"
 )
 
-// An operator replaces upstream kube-controller-manager with kcm on a running cluster, in the
-// order the README gives: kcm stands by on upstream's Lease, then upstream is stopped. The
-// suite's cluster is reused: its kcm gives the Lease up to upstream first, and the kcm that
-// takes over is the suite's kcm for the specs after this one.
-var _ = Describe("Hand-over from upstream kube-controller-manager", Serial, func() {
-	It("kcm stands by on the Lease, takes over within the lease duration once upstream stops, and finishes a rolling update in flight with no pod over maxSurge and no duplicate", func(ctx SpecContext) {
-		// Upstream's defaults, which kubeadm does not change and both managers use; client-go's
-		// candidates retry every retryPeriod to retryPeriod*(1+1.2) (its jitter).
-		const (
-			leaseName     = "kube-controller-manager"
-			leaseDuration = 15 * time.Second
-			retryPeriod   = 2 * time.Second
-			maxRetryGap   = retryPeriod * 22 / 10
+// Upstream's defaults, which kubeadm does not change and both managers use; client-go's
+// candidates retry every retryPeriod to retryPeriod*(1+1.2) (its jitter).
+const (
+	leaseName     = "kube-controller-manager"
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+	maxRetryGap   = retryPeriod * 22 / 10
+)
 
-			replicas = 6
-			maxSurge = 1
-			// Each new pod counts as available only minReadySeconds after KWOK makes it Ready
-			// (at once): six steps of at least 3s each, so that upstream is stopped mid-way.
-			minReadySeconds = 3
-			oldImage        = pauseImage
-			newImage        = "registry.k8s.io/pause:3.9"
-		)
-		upstreamBinary := envOr("UPSTREAM_KCM", filepath.Join(root, "bin", "k8s", "1.37.1", "kube-controller-manager"))
-		Expect(upstreamBinary).To(BeAnExistingFile(), "`make e2e` builds it")
+// An operator replaces upstream kube-controller-manager with kcm on a running cluster, in the
+// order the README gives: kcm stands by on upstream's Lease, then upstream is stopped; and rolls
+// back the same way, upstream standing by on kcm's Lease. Both specs reuse the suite's cluster
+// and leave a kcm leading it for the specs after them.
+var _ = Describe("Hand-over between upstream kube-controller-manager and kcm", Serial, func() {
+	It("upstream -> kcm: kcm stands by on the Lease, takes over within the lease duration once upstream stops, and finishes a rolling update in flight with no pod over maxSurge and no duplicate", func(ctx SpecContext) {
 		// Whatever happens here, the specs after this one need a kcm leading the cluster.
 		DeferCleanup(func() {
 			if kcm.Exited() {
@@ -61,145 +52,249 @@ var _ = Describe("Hand-over from upstream kube-controller-manager", Serial, func
 			}
 		})
 
-		ns := newNamespace(ctx)
-		labels := map[string]string{"app": "handover"}
-		w := watchRollout(ctx, ns, replicas+maxSurge)
-		DeferCleanup(w.Stop)
-
 		By("stopping the suite's kcm: it releases the Lease")
 		suiteKCMHolder := leaseHolder(ctx, leaseName)
 		Expect(suiteKCMHolder).NotTo(BeEmpty(), "the suite's kcm leads")
-		components = without(components, kcm)
-		kcm.Stop(30 * time.Second)
+		kcmManager().stop(kcm)
 
 		By("upstream kube-controller-manager starts as kubeadm starts it and takes the Lease")
-		upstream, err := local.StartProcess("kube-controller-manager", upstreamBinary,
-			local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(upstream.Stop, 30*time.Second)
+		upstream := upstreamManager()
+		leader := upstream.start()
 		var upstreamHolder string
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(upstream.Exited()).To(BeFalse(), "%s", upstream.State())
+			g.Expect(leader.Exited()).To(BeFalse(), "%s", leader.State())
 			upstreamHolder = leaseHolder(ctx, leaseName)
 			g.Expect(upstreamHolder).NotTo(BeEmpty())
 			g.Expect(upstreamHolder).NotTo(Equal(suiteKCMHolder))
-		}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "upstream took no Lease; %s", upstream.State())
+		}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "upstream took no Lease; %s", leader.State())
 		lease := getLease(ctx, leaseName)
 		Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(leaseDuration/time.Second)), "upstream's default --leader-elect-lease-duration")
 
-		By("upstream rolls out a Deployment, then starts a rolling update of its template")
-		d := newDeployment(ns, "handover", replicas)
-		d.Spec.MinReadySeconds = minReadySeconds
-		d.Spec.Strategy = appsv1.DeploymentStrategy{
-			Type: appsv1.RollingUpdateDeploymentStrategyType,
-			RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxSurge:       ptr.To(intstr.FromInt32(maxSurge)),
-				MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			},
-		}
-		Expect(cl.Create(ctx, d)).To(Succeed())
-		d = waitDeploymentComplete(ctx, ns, d.Name, replicas)
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Spec.Template.Spec.Containers[0].Image = newImage
-		Expect(cl.Patch(ctx, d, patch)).To(Succeed())
+		handOverMidRollout(ctx, upstream, leader, upstreamHolder, kcmManager())
+	}, SpecTimeout(5*time.Minute))
 
-		By("kcm starts as a standby: upstream keeps the Lease, kcm waits for it and runs no controller")
-		logStart := fileSize(kcm.LogPath)
-		standby := startKCM()
-		replaceKCM(standby)
-		Eventually(func() string { return logSince(standby.LogPath, logStart) }).
-			WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(ContainSubstring("Attempting to acquire leader lease"), "%s", standby.State())
-		// Upstream takes one step of the rollout while kcm stands by: the first new pod has
-		// become available and the old ReplicaSet is scaled down.
-		Eventually(ctx, func(g Gomega) {
-			sets := replicaSets(g, ns, labels)
-			g.Expect(sets).To(HaveLen(2))
-			for _, rs := range sets {
-				if rs.Spec.Template.Spec.Containers[0].Image == oldImage {
-					g.Expect(*rs.Spec.Replicas).To(BeNumerically("<", replicas), "the old ReplicaSet scaled down")
-				}
+	It("kcm -> upstream: upstream stands by on kcm's Lease, takes it at once when kcm stops (kcm releases it), and finishes kcm's rolling update with kcm's ReplicaSets, no pod over maxSurge and no duplicate", func(ctx SpecContext) {
+		// Upstream is stopped first (its DeferCleanup runs before this one); the kcm started
+		// then waits for upstream's Lease to expire, and leads before the next spec.
+		DeferCleanup(func(ctx SpecContext) {
+			if !kcm.Exited() {
+				return
 			}
-		}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "upstream did not roll out; logs in %s", logDir)
-		Expect(leaseHolder(ctx, leaseName)).To(Equal(upstreamHolder), "upstream still leads")
-		standbyLog := logSince(standby.LogPath, logStart)
-		Expect(standbyLog).NotTo(ContainSubstring("Successfully acquired lease"))
-		Expect(standbyLog).NotTo(ContainSubstring("Starting workers"), "the standby runs controllers")
-		upstreamSets := w.ReplicaSets()
-		Expect(upstreamSets).To(HaveLen(2), "upstream's old and new ReplicaSets")
+			logStart := logSize(filepath.Join(local.Dir, kcmManager().name+".log"))
+			p := startKCM()
+			replaceKCM(p)
+			Eventually(func() string { return logSince(p.LogPath, logStart) }).WithContext(ctx).
+				WithTimeout(leaseDuration+4*maxRetryGap+10*time.Second).WithPolling(200*time.Millisecond).
+				Should(ContainSubstring("Successfully acquired lease"), "the restarted kcm does not lead; %s", p.State())
+		}, NodeTimeout(2*time.Minute))
 
-		By("SIGTERM to upstream, as the kubelet stops a static pod whose manifest was moved away")
-		before := getLease(ctx, leaseName)
-		stoppedAt := time.Now()
-		upstream.Stop(30 * time.Second)
-		GinkgoWriter.Printf("upstream exited %s after SIGTERM: %s\n", time.Since(stoppedAt).Round(time.Millisecond), upstream.State())
-		// Upstream v1.37.1 does not release the Lease on exit: without the alpha gate
-		// ControllerManagerReleaseLeaderElectionLockOnExit (off by default) it does not even
-		// handle SIGTERM, and dies of it as of SIGKILL. kcm must wait for the Lease to expire.
-		after := getLease(ctx, leaseName)
-		Expect(ptr.Deref(after.Spec.HolderIdentity, "")).To(Equal(upstreamHolder), "upstream released the Lease")
-		Expect(after.Spec.RenewTime).NotTo(BeNil())
-		Expect(after.Spec.RenewTime.Time).NotTo(BeTemporally("<", before.Spec.RenewTime.Time))
-		lastRenew := after.Spec.RenewTime.Time
-
-		By("kcm takes the Lease once upstream's has expired")
-		var took *coordinationv1.Lease
-		Eventually(ctx, func(g Gomega) {
-			took = getLease(ctx, leaseName)
-			h := ptr.Deref(took.Spec.HolderIdentity, "")
-			g.Expect(h).NotTo(BeEmpty())
-			g.Expect(h).NotTo(Equal(upstreamHolder))
-		}).WithTimeout(leaseDuration+4*maxRetryGap).WithPolling(100*time.Millisecond).Should(Succeed(), "nobody took the Lease over")
-		wall := time.Since(stoppedAt)
-		atTakeover := w.Snapshot()
-		Expect(took.Spec.AcquireTime).NotTo(BeNil())
-		handover := took.Spec.AcquireTime.Sub(lastRenew)
-		AddReportEntry("hand-over: kcm's acquireTime after upstream's last renewTime", handover.Round(time.Millisecond).String())
-		AddReportEntry("hand-over: kcm leads after SIGTERM to upstream", wall.Round(time.Millisecond).String())
-		GinkgoWriter.Printf("kcm took the Lease %s after upstream's last renewal, %s after SIGTERM\n",
-			handover.Round(time.Millisecond), wall.Round(time.Millisecond))
-		// Not before the Lease expired, counted from the last renewal the standby saw; at worst
-		// it saw that renewal one (jittered) retry late and retries one late again.
-		Expect(handover).To(BeNumerically(">=", leaseDuration-100*time.Millisecond), "taken before upstream's Lease expired")
-		Expect(handover).To(BeNumerically("<=", leaseDuration+2*maxRetryGap+time.Second), "taken over too late")
-		Eventually(func() string { return logSince(standby.LogPath, logStart) }).
-			WithTimeout(5*time.Second).Should(ContainSubstring("Successfully acquired lease"), "the Lease is held by another than kcm")
-		Expect(took.Spec.LeaseTransitions).To(HaveValue(Equal(*after.Spec.LeaseTransitions + 1)))
-		// The rollout was in flight: upstream had begun it, and not all new pods existed.
-		Expect(atTakeover.Live[atTakeover.hashOf(newImage)]).To(BeNumerically(">=", 1), "upstream's new pods: %+v", atTakeover)
-		Expect(atTakeover.Live[atTakeover.hashOf(newImage)]).To(BeNumerically("<", replicas), "the rollout was over before kcm took over: %+v", atTakeover)
-
-		By("kcm finishes the rollout with upstream's ReplicaSets")
-		Eventually(ctx, func(g Gomega) {
-			// A broken bound fails at once, with what broke it, rather than as a rollout that
-			// never ends.
-			if s := w.Snapshot(); len(s.Violations) > 0 {
-				StopTrying("the rolling update broke its bounds").Attach("violations", s.Violations).Now()
-			}
-			g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-			s := d.Status
-			g.Expect(s.ObservedGeneration).To(Equal(d.Generation), "observedGeneration")
-			g.Expect([]int32{s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}).To(HaveEach(BeEquivalentTo(replicas)),
-				"replicas, updated, ready, available")
-			g.Expect(deploymentCondition(d, appsv1.DeploymentAvailable)).To(Equal(corev1.ConditionTrue), "Available")
-			pods := livePods(g, ns, labels)
-			g.Expect(pods).To(HaveLen(replicas))
-			for _, p := range pods {
-				g.Expect(p.Spec.Containers[0].Image).To(Equal(newImage), "pod %s", p.Name)
-				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
-			}
-		}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "logs in %s", logDir)
-		expectRolloutStatus(ctx, ns, d.Name)
-		end := w.Snapshot()
-		w.Stop()
-		GinkgoWriter.Printf("pods and ReplicaSets seen: %+v\n", end)
-		Expect(end.Violations).To(BeEmpty())
-		Expect(end.MaxLive).To(BeNumerically("<=", replicas+maxSurge))
-		// kcm adopted upstream's ReplicaSets and created none; every pod was created once:
-		// replicas of the old template, replicas of the new, none in excess.
-		Expect(w.ReplicaSets()).To(Equal(upstreamSets), "the Deployment's ReplicaSets (UID by pod-template-hash)")
-		Expect(end.Created).To(Equal(map[string]int{end.hashOf(oldImage): replicas, end.hashOf(newImage): replicas}), "pods created per template")
+		holder := leaseHolder(ctx, leaseName)
+		Expect(holder).NotTo(BeEmpty(), "the suite's kcm leads")
+		Expect(kcm.Exited()).To(BeFalse(), "%s", kcm.State())
+		handOverMidRollout(ctx, kcmManager(), kcm, holder, upstreamManager())
 	}, SpecTimeout(5*time.Minute))
 })
+
+// manager is one of the two kube-controller-managers, as a hand-over starts and stops it.
+type manager struct {
+	// name is the process's and its log's, <local.Dir>/<name>.log.
+	name string
+	// start starts it as kubeadm does, as a candidate for the Lease.
+	start func() *cluster.Process
+	// stop sends it SIGTERM, as the kubelet does to a static pod whose manifest was moved away
+	// or to a Deployment's pod scaled away.
+	stop func(*cluster.Process)
+	// releases reports whether it gives the Lease up when it stops.
+	releases bool
+	// running is a log line it writes only once it leads and its Deployment controller runs.
+	running string
+}
+
+// kcmManager is kcm, started as the suite's kcm. It releases the Lease when it stops
+// (controller-runtime's LeaderElectionReleaseOnCancel).
+func kcmManager() manager {
+	return manager{
+		name: "kcm",
+		start: func() *cluster.Process {
+			p := startKCM()
+			replaceKCM(p)
+			return p
+		},
+		stop: func(p *cluster.Process) {
+			components = without(components, p)
+			p.Stop(30 * time.Second)
+		},
+		releases: true,
+		running:  "Starting workers",
+	}
+}
+
+// upstreamManager is kube-controller-manager v1.37.1, stopped when the spec ends. It does not
+// release the Lease on exit: without the alpha gate ControllerManagerReleaseLeaderElectionLockOnExit
+// (off by default) it does not even handle SIGTERM, and dies of it as of SIGKILL.
+func upstreamManager() manager {
+	GinkgoHelper()
+	binary := envOr("UPSTREAM_KCM", filepath.Join(root, "bin", "k8s", "1.37.1", "kube-controller-manager"))
+	Expect(binary).To(BeAnExistingFile(), "`make e2e` builds it")
+	return manager{
+		name: "kube-controller-manager",
+		start: func() *cluster.Process {
+			GinkgoHelper()
+			p, err := local.StartProcess("kube-controller-manager", binary, local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Stop, 30*time.Second)
+			return p
+		},
+		stop:     func(p *cluster.Process) { p.Stop(30 * time.Second) },
+		releases: false,
+		running:  `"Starting controller" controller="deployment"`,
+	}
+}
+
+// handOverMidRollout hands the cluster over from the leading manager from (process leader,
+// Lease holder leaderHolder) to a standby of manager to, in the middle of a rolling update: the
+// leader begins it, the standby waits on the Lease and runs no controller, the leader is
+// stopped after its first step, and the standby takes the Lease and finishes the update with
+// the leader's ReplicaSets, never over maxSurge, creating no ReplicaSet and no pod in excess.
+func handOverMidRollout(ctx context.Context, from manager, leader *cluster.Process, leaderHolder string, to manager) {
+	GinkgoHelper()
+	const (
+		replicas = 6
+		maxSurge = 1
+		// Each new pod counts as available only minReadySeconds after KWOK makes it Ready
+		// (at once): six steps of at least 3s each, so that the leader is stopped mid-way.
+		minReadySeconds = 3
+		oldImage        = pauseImage
+		newImage        = "registry.k8s.io/pause:3.9"
+	)
+	ns := newNamespace(ctx)
+	labels := map[string]string{"app": "handover"}
+	w := watchRollout(ctx, ns, replicas+maxSurge)
+	DeferCleanup(w.Stop)
+
+	By(fmt.Sprintf("%s rolls out a Deployment, then starts a rolling update of its template", from.name))
+	d := newDeployment(ns, "handover", replicas)
+	d.Spec.MinReadySeconds = minReadySeconds
+	d.Spec.Strategy = appsv1.DeploymentStrategy{
+		Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge:       ptr.To(intstr.FromInt32(maxSurge)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		},
+	}
+	Expect(cl.Create(ctx, d)).To(Succeed())
+	d = waitDeploymentComplete(ctx, ns, d.Name, replicas)
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Template.Spec.Containers[0].Image = newImage
+	Expect(cl.Patch(ctx, d, patch)).To(Succeed())
+
+	By(fmt.Sprintf("%s starts as a standby: %s keeps the Lease, the standby waits for it and runs no controller", to.name, from.name))
+	logStart := logSize(filepath.Join(local.Dir, to.name+".log"))
+	standby := to.start()
+	Eventually(func() string { return logSince(standby.LogPath, logStart) }).
+		WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(ContainSubstring("Attempting to acquire leader lease"), "%s", standby.State())
+	// The leader takes one step of the rollout while the standby stands by: the first new
+	// pod has become available and the old ReplicaSet is scaled down.
+	Eventually(ctx, func(g Gomega) {
+		sets := replicaSets(g, ns, labels)
+		g.Expect(sets).To(HaveLen(2))
+		for _, rs := range sets {
+			if rs.Spec.Template.Spec.Containers[0].Image == oldImage {
+				g.Expect(*rs.Spec.Replicas).To(BeNumerically("<", replicas), "the old ReplicaSet scaled down")
+			}
+		}
+	}).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "%s did not roll out; logs in %s", from.name, logDir)
+	Expect(leaseHolder(ctx, leaseName)).To(Equal(leaderHolder), "%s still leads", from.name)
+	standbyLog := logSince(standby.LogPath, logStart)
+	Expect(standbyLog).NotTo(ContainSubstring("Successfully acquired lease"))
+	Expect(standbyLog).NotTo(ContainSubstring(to.running), "the standby runs controllers")
+	leaderSets := w.ReplicaSets()
+	Expect(leaderSets).To(HaveLen(2), "%s's old and new ReplicaSets", from.name)
+
+	By(fmt.Sprintf("SIGTERM to %s, as the kubelet stops a static pod whose manifest was moved away", from.name))
+	before := getLease(ctx, leaseName)
+	stoppedAt := time.Now()
+	from.stop(leader)
+	GinkgoWriter.Printf("%s exited %s after SIGTERM: %s\n", from.name, time.Since(stoppedAt).Round(time.Millisecond), leader.State())
+	after := getLease(ctx, leaseName)
+	Expect(after.Spec.RenewTime).NotTo(BeNil())
+	Expect(after.Spec.RenewTime.Time).NotTo(BeTemporally("<", before.Spec.RenewTime.Time))
+	if from.releases {
+		// Released: no holder (or already the standby's), renewTime the time of release.
+		Expect(ptr.Deref(after.Spec.HolderIdentity, "")).NotTo(Equal(leaderHolder), "%s kept the Lease", from.name)
+	} else {
+		Expect(ptr.Deref(after.Spec.HolderIdentity, "")).To(Equal(leaderHolder), "%s released the Lease", from.name)
+	}
+	lastRenew := after.Spec.RenewTime.Time
+
+	By(fmt.Sprintf("%s takes the Lease: %s", to.name, map[bool]string{true: "at once, it was released", false: "once the leader's has expired"}[from.releases]))
+	var took *coordinationv1.Lease
+	Eventually(ctx, func(g Gomega) {
+		took = getLease(ctx, leaseName)
+		h := ptr.Deref(took.Spec.HolderIdentity, "")
+		g.Expect(h).NotTo(BeEmpty())
+		g.Expect(h).NotTo(Equal(leaderHolder))
+	}).WithTimeout(leaseDuration+4*maxRetryGap).WithPolling(100*time.Millisecond).Should(Succeed(), "nobody took the Lease over")
+	wall := time.Since(stoppedAt)
+	atTakeover := w.Snapshot()
+	Expect(took.Spec.AcquireTime).NotTo(BeNil())
+	handover := took.Spec.AcquireTime.Sub(lastRenew)
+	AddReportEntry(fmt.Sprintf("hand-over %s -> %s: acquireTime after the last renewTime", from.name, to.name), handover.Round(time.Millisecond).String())
+	AddReportEntry(fmt.Sprintf("hand-over %s -> %s: the standby leads after SIGTERM", from.name, to.name), wall.Round(time.Millisecond).String())
+	GinkgoWriter.Printf("%s took the Lease %s after %s's last renewal, %s after SIGTERM\n",
+		to.name, handover.Round(time.Millisecond), from.name, wall.Round(time.Millisecond))
+	if from.releases {
+		// A released Lease is free at once: the standby's next retry takes it, at worst one
+		// (jittered) retry late.
+		Expect(handover).To(BeNumerically("<=", 2*maxRetryGap+time.Second), "taken over too late")
+	} else {
+		// Not before the Lease expired, counted from the last renewal the standby saw; at
+		// worst it saw that renewal one (jittered) retry late and retries one late again.
+		Expect(handover).To(BeNumerically(">=", leaseDuration-100*time.Millisecond), "taken before the leader's Lease expired")
+		Expect(handover).To(BeNumerically("<=", leaseDuration+2*maxRetryGap+time.Second), "taken over too late")
+	}
+	Eventually(func() string { return logSince(standby.LogPath, logStart) }).
+		WithTimeout(5*time.Second).Should(ContainSubstring("Successfully acquired lease"), "the Lease is held by another than %s", to.name)
+	if ptr.Deref(after.Spec.HolderIdentity, "") != ptr.Deref(took.Spec.HolderIdentity, "") {
+		Expect(took.Spec.LeaseTransitions).To(HaveValue(Equal(*after.Spec.LeaseTransitions + 1)))
+	}
+	// The rollout was in flight: the leader had begun it, and not all new pods existed.
+	Expect(atTakeover.Live[atTakeover.hashOf(newImage)]).To(BeNumerically(">=", 1), "%s's new pods: %+v", from.name, atTakeover)
+	Expect(atTakeover.Live[atTakeover.hashOf(newImage)]).To(BeNumerically("<", replicas), "the rollout was over before %s took over: %+v", to.name, atTakeover)
+
+	By(fmt.Sprintf("%s finishes the rollout with %s's ReplicaSets", to.name, from.name))
+	Eventually(ctx, func(g Gomega) {
+		// A broken bound fails at once, with what broke it, rather than as a rollout that
+		// never ends.
+		if s := w.Snapshot(); len(s.Violations) > 0 {
+			StopTrying("the rolling update broke its bounds").Attach("violations", s.Violations).Now()
+		}
+		g.Expect(standby.Exited()).To(BeFalse(), "%s", standby.State())
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		s := d.Status
+		g.Expect(s.ObservedGeneration).To(Equal(d.Generation), "observedGeneration")
+		g.Expect([]int32{s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}).To(HaveEach(BeEquivalentTo(replicas)),
+			"replicas, updated, ready, available")
+		g.Expect(deploymentCondition(d, appsv1.DeploymentAvailable)).To(Equal(corev1.ConditionTrue), "Available")
+		pods := livePods(g, ns, labels)
+		g.Expect(pods).To(HaveLen(replicas))
+		for _, p := range pods {
+			g.Expect(p.Spec.Containers[0].Image).To(Equal(newImage), "pod %s", p.Name)
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+		}
+	}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "logs in %s", logDir)
+	expectRolloutStatus(ctx, ns, d.Name)
+	end := w.Snapshot()
+	w.Stop()
+	GinkgoWriter.Printf("pods and ReplicaSets seen: %+v\n", end)
+	Expect(end.Violations).To(BeEmpty())
+	Expect(end.MaxLive).To(BeNumerically("<=", replicas+maxSurge))
+	// The standby adopted the leader's ReplicaSets and created none (the same
+	// pod-template-hash, hence the same ReplicaSet); every pod was created once: replicas of
+	// the old template, replicas of the new, none in excess.
+	Expect(w.ReplicaSets()).To(Equal(leaderSets), "the Deployment's ReplicaSets (UID by pod-template-hash)")
+	Expect(end.Created).To(Equal(map[string]int{end.hashOf(oldImage): replicas, end.hashOf(newImage): replicas}), "pods created per template")
+}
 
 // replaceKCM makes p the suite's kcm, checked after every spec and by AfterSuite.
 func replaceKCM(p *cluster.Process) {
@@ -230,9 +325,13 @@ func leaseHolder(ctx context.Context, name string) string {
 	return ptr.Deref(getLease(ctx, name).Spec.HolderIdentity, "")
 }
 
-func fileSize(path string) int64 {
+// logSize is the size of the log at path, 0 if the process was never started.
+func logSize(path string) int64 {
 	GinkgoHelper()
 	info, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
 	Expect(err).NotTo(HaveOccurred())
 	return info.Size()
 }
