@@ -21,10 +21,20 @@ var root = func() string {
 	return dir
 }()
 
+// run runs a command in dir without what an outer make (`make test IMG=...`) or the caller's
+// environment would pass to the make under test, and without git looking above dir.
 func run(t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "KCM_VERSION", "IMG", "DEPLOY_CONFIG", "KUBECTL", "GIT_DIR", "GIT_WORK_TREE":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
