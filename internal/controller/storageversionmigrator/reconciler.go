@@ -283,7 +283,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&svmv1.StorageVersionMigration{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: migrationWorkers}).
+		WithOptions(controller.Options{NewQueue: newMigrationQueue, MaxConcurrentReconciles: migrationWorkers}).
 		Complete(reconcile.Func(r.migrate)); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/storageversionmigrator"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -162,6 +163,19 @@ var _ = Describe("storage-version-migrator-controller", func() {
 		svm := finished(ctx, createMigration(ctx, metav1.GroupResource{Resource: "configmaps"}).Name)
 		Expect(meta.IsStatusConditionTrue(svm.Status.Conditions, string(svmv1.MigrationSucceeded))).To(BeTrue(), "conditions %v", svm.Status.Conditions)
 		Expect(svm.Status.ResourceVersion).NotTo(BeEmpty())
+	})
+
+	It("reports its work queues under upstream's names", func(ctx SpecContext) {
+		// upstream's storageversionmigrator.go:93 (the migration controller's queue),
+		// resourceversion.go:89 and migrationrunner.go:81 (both resource-version-controller).
+		adds := func(name string) float64 {
+			return testenv.Sample("workqueue_adds_total", map[string]string{"name": name})
+		}
+		migrations, resourceVersions := adds(storageversionmigrator.ControllerName), adds("resource-version-controller")
+		finished(ctx, createMigration(ctx, metav1.GroupResource{Resource: "secrets"}).Name)
+		Expect(storageversionmigrator.ControllerName).To(Equal("storage-version-migrator-controller"))
+		Expect(adds(storageversionmigrator.ControllerName)).To(BeNumerically(">", migrations))
+		Expect(adds("resource-version-controller")).To(BeNumerically(">", resourceVersions))
 	})
 
 	It("fails the migration of a resource that cannot be listed, patched and updated", func(ctx SpecContext) {

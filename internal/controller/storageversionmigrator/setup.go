@@ -76,11 +76,14 @@ func Setup(ctx *setup.Context) error {
 	return r.SetupWithManager(ctx.Manager)
 }
 
-// newResourceVersionQueue and newRunnerQueue name the work queues of the resource-version
-// and runner reconcilers as upstream names its own, both "resource-version-controller":
-// pkg/controller/storageversionmigrator/resourceversion.go:89 and migrationrunner.go:81
-// (upstream's runner reuses the resource-version controller's name).
+// newMigrationQueue, newResourceVersionQueue and newRunnerQueue name the work queues of the
+// migration, resource-version and runner reconcilers as upstream names its own:
+// "storage-version-migrator-controller" (pkg/controller/storageversionmigrator/
+// storageversionmigrator.go:93, the controller's name) and "resource-version-controller" for
+// both others (resourceversion.go:89 and migrationrunner.go:81: upstream's runner reuses the
+// resource-version controller's name).
 var (
+	newMigrationQueue       = setup.Queue(ControllerName)
 	newResourceVersionQueue = setup.Queue("resource-version-controller")
 	newRunnerQueue          = setup.TypedQueue[metav1.GroupResource]("resource-version-controller")
 )
