@@ -89,6 +89,10 @@ fmt: ## Fail when gofmt would change a file.
 vet: ## go vet.
 	go vet ./...
 
+.PHONY: kubeadm-manifest
+kubeadm-manifest: ## Regenerate kubeadm's kube-controller-manager static pod (config/kubeadm/testdata) from kubeadm's code.
+	cd $(K8S_TOOLS) && go run ./cmd/kubeadm-manifest > $(CURDIR)/config/kubeadm/testdata/kubeadm-kube-controller-manager.yaml
+
 .PHONY: upstream-flags
 upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates, and /configz's flag table.
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
