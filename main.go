@@ -18,6 +18,7 @@ import (
 	"github.com/kcm/kcm/internal/debugz"
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
+	"github.com/kcm/kcm/internal/memlimit"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
 	"github.com/kcm/kcm/internal/version"
@@ -62,6 +63,11 @@ func run(args []string) error {
 
 	logger := ctrl.Log
 	logger.Info("Starting kcm", "version", version.Get())
+	// Go's soft memory limit at 90% of the container's, so the collector works harder before
+	// the kernel's OOM killer acts; an explicit GOMEMLIMIT wins.
+	if soft := memlimit.Apply(os.Getenv, "/sys/fs/cgroup"); soft > 0 {
+		logger.Info("Set Go soft memory limit from the container's memory limit", "bytes", soft, "fraction", memlimit.Fraction)
+	}
 	// kubernetes_feature_enabled, once at startup as upstream.
 	opts.FeatureGates.AddMetrics()
 
