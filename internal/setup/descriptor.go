@@ -26,6 +26,17 @@ import (
 // a /healthz check, as upstream.
 var ErrSkipped = errors.New("controller skipped")
 
+// SkippedFor is the ErrSkipped of a controller that does not run for want of a flag (or of
+// the file a flag names); flag says what would turn it on. SetupEnabled names every such
+// controller in one line, so that an operator who swapped in kcm with fewer flags than
+// kubeadm gives sees what is off.
+func SkippedFor(flag string) error { return &skipped{flag: flag} }
+
+type skipped struct{ flag string }
+
+func (e *skipped) Error() string        { return "controller skipped: it needs " + e.flag }
+func (e *skipped) Is(target error) bool { return target == ErrSkipped }
+
 // Descriptor is one upstream controller as kcm knows it.
 type Descriptor struct {
 	// Name is upstream's controller name, as --controllers and the logs name it.
@@ -34,6 +45,9 @@ type Descriptor struct {
 	Aliases []string
 	// DisabledByDefault: `*` does not enable it (bootstrap-signer, token-cleaner, ...).
 	DisabledByDefault bool
+	// KubeadmEnables: off by default, but kubeadm's --controllers=*,bootstrapsigner,tokencleaner
+	// names it (cluster-info is signed, expired bootstrap tokens go); kcm says so when it is off.
+	KubeadmEnables bool
 	// FeatureGates are the upstream feature gates the controller requires, all of them: with
 	// one off, the controller does not run (internal/features names every gate).
 	FeatureGates []featuregate.Feature

@@ -71,6 +71,7 @@ func (sel Selection) gatedOff(enabled func(featuregate.Feature) bool) (Selection
 	var out Selection
 	var off []Descriptor
 	out.Disabled = append(out.Disabled, sel.Disabled...)
+	out.OffByDefault = sel.OffByDefault
 	for _, d := range sel.Enabled {
 		if allEnabled(d.FeatureGates, enabled) {
 			out.Enabled = append(out.Enabled, d)

@@ -21,6 +21,9 @@ type Selection struct {
 	NotBuilt []string
 	// Disabled are the controllers that will not run.
 	Disabled []Descriptor
+	// OffByDefault are the disabled ones that "*" leaves off and no entry names
+	// (bootstrap-signer, token-cleaner, ...).
+	OffByDefault []Descriptor
 }
 
 // Select applies upstream's --controllers syntax to the registry: "*" turns on every
@@ -74,6 +77,9 @@ func Select(registry []Descriptor, controllers []string) (Selection, error) {
 		}
 		if !on {
 			sel.Disabled = append(sel.Disabled, d)
+			if !named && star && d.DisabledByDefault {
+				sel.OffByDefault = append(sel.OffByDefault, d)
+			}
 			continue
 		}
 		sel.Enabled = append(sel.Enabled, d)
@@ -108,6 +114,7 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 		return nil, err
 	}
 	var started []string
+	wanting := map[string]string{}
 	actedOn, unused := map[string]bool{}, map[string]bool{}
 	for _, f := range sharedFlags {
 		actedOn[f.FlagName()] = true
@@ -122,6 +129,10 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 		}
 		switch err := d.Setup(ctx.For(d)); {
 		case errors.Is(err, ErrSkipped):
+			var s *skipped
+			if errors.As(err, &s) {
+				wanting[d.Name] = s.flag
+			}
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
@@ -146,8 +157,33 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	if ignored := ignoredGates(ctx.Options.FeatureGates.ExplicitlySet(), ctx.gatesRead.has, all, features.ClientGoGates()); len(ignored) > 0 {
 		logger.Info("Feature gates given that kcm does not act on", "featureGates", ignored)
 	}
+	if off := notRunning(wanting, sel.OffByDefault); len(off) > 0 {
+		logger.Info("Controllers that do not run for want of a flag (each with the flag that would turn it on)", "controllers", off)
+	}
 	logger.Info("Controllers set up", "controllers", started)
 	return started, nil
+}
+
+// notRunning names, each with the flag that would turn it on, the controllers whose Setup
+// skipped them for want of a flag or file (wanting: controller → flag) and those off by
+// default that kubeadm turns on and --controllers does not name, sorted by name.
+func notRunning(wanting map[string]string, offByDefault []Descriptor) []string {
+	var out []string
+	for name, flag := range wanting {
+		out = append(out, name+" ("+flag+")")
+	}
+	for _, d := range offByDefault {
+		if !d.KubeadmEnables {
+			continue
+		}
+		name := d.Name
+		if len(d.Aliases) > 0 {
+			name = d.Aliases[0]
+		}
+		out = append(out, d.Name+" (--controllers=*,"+name+")")
+	}
+	sort.Strings(out)
+	return out
 }
 
 func quoteAll(s []string) []string {

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,52 @@ func TestSelect(t *testing.T) {
 				t.Errorf("enabled and disabled do not cover the registry")
 			}
 		})
+	}
+}
+
+// TestNotRunning: the one line kcm logs of what does not run for want of a flag. A controller
+// off by default is named only when kubeadm turns it on and "*" left it off, not when an
+// entry turned it off.
+func TestNotRunning(t *testing.T) {
+	built := func(*Context) error { return nil }
+	registry := []Descriptor{
+		{Name: "a-controller", Setup: built},
+		{Name: "bootstrap-signer-controller", Aliases: []string{"bootstrapsigner"}, DisabledByDefault: true, KubeadmEnables: true, Setup: built},
+		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, DisabledByDefault: true, KubeadmEnables: true, Setup: built},
+		{Name: "selinux-warning-controller", DisabledByDefault: true, Setup: built},
+	}
+	wanting := map[string]string{"node-ipam-controller": "--allocate-node-cidrs=true and --cluster-cidr"}
+	for _, tt := range []struct {
+		name        string
+		controllers []string
+		wanting     map[string]string
+		want        string
+	}{
+		{"kcm's default", []string{"*"}, wanting,
+			"bootstrap-signer-controller (--controllers=*,bootstrapsigner); node-ipam-controller (--allocate-node-cidrs=true and --cluster-cidr); token-cleaner-controller (--controllers=*,tokencleaner)"},
+		{"kubeadm's list", []string{"*", "bootstrapsigner", "tokencleaner"}, nil, ""},
+		{"turned off on purpose", []string{"*", "-bootstrapsigner"}, nil, "token-cleaner-controller (--controllers=*,tokencleaner)"},
+		{"no star: nothing is off by default", []string{"a-controller"}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := Select(registry, tt.controllers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(notRunning(tt.wanting, sel.OffByDefault), "; "); got != tt.want {
+				t.Errorf("notRunning = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSkippedForIsErrSkipped(t *testing.T) {
+	err := SkippedFor("--allocate-node-cidrs=true")
+	if !errors.Is(err, ErrSkipped) {
+		t.Fatalf("%v is not ErrSkipped", err)
+	}
+	var s *skipped
+	if !errors.As(err, &s) || s.flag != "--allocate-node-cidrs=true" {
+		t.Fatalf("%v does not carry its flag", err)
 	}
 }

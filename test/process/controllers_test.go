@@ -30,6 +30,19 @@ var _ = Describe("Controllers", func() {
 			Expect(notBuilt).To(HaveLen(1), "one line names the controllers kcm has not built")
 			Expect(logField(notBuilt[0], "controllers")).To(ConsistOf(expected))
 		}
+
+		// Without kubeadm's flags, what kubeadm's cluster needs and does not get is named on
+		// one line, each with the flag that would turn it on.
+		Eventually(p.Count("Controllers set up")).WithTimeout(30 * time.Second).Should(Equal(1))
+		off := p.Lines("Controllers that do not run for want of a flag")
+		Expect(off).To(HaveLen(1), "one line names the controllers off for want of a flag")
+		Expect(logField(off[0], "controllers")).To(ConsistOf(
+			"bootstrap-signer-controller (--controllers=*,bootstrapsigner)",
+			"certificatesigningrequest-signing-controller (--cluster-signing-cert-file and --cluster-signing-key-file)",
+			"node-ipam-controller (--allocate-node-cidrs=true and --cluster-cidr)",
+			"serviceaccount-token-controller (--service-account-private-key-file)",
+			"token-cleaner-controller (--controllers=*,tokencleaner)",
+		))
 		Expect(p.Exited()).To(BeFalse(), "kcm exited: %s", p.State())
 	})
 

@@ -114,6 +114,9 @@ var _ = Describe("A kubeadm static pod's command line", func() {
 		// counts as acted on.
 		// The secure port's authentication and authorization flags are k8s.io/apiserver's own.
 		Expect(ignored).To(ConsistOf("--min-resync-period"), "of kubeadm's flags, none")
+		// With kubeadm's flags every controller it needs runs: none is named as off.
+		Expect(p.Lines("Controllers that do not run for want of a flag")).To(BeEmpty())
+		Expect(p.Lines("Controllers set up")).To(HaveLen(1))
 
 		// bootstrapsigner and tokencleaner are off by default; named, they are enabled, and
 		// reported as not built yet.

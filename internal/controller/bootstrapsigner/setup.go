@@ -23,6 +23,7 @@ var Descriptor = setup.Descriptor{
 	Name:              ControllerName,
 	Aliases:           []string{"bootstrapsigner"},
 	DisabledByDefault: true,
+	KubeadmEnables:    true,
 	ClientName:        "bootstrap-signer",
 	Setup:             Setup,
 }

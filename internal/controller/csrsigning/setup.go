@@ -106,7 +106,7 @@ func Setup(ctx *setup.Context) error {
 	}
 	if run == nil {
 		logger.Info("Skipping CSR signer controller because no csr cert/key was specified")
-		return setup.ErrSkipped
+		return setup.SkippedFor("--cluster-signing-cert-file and --cluster-signing-key-file")
 	}
 	// Every CA is loaded before any loop is registered: one bad pair fails the start.
 	cas := map[string]*CA{}

@@ -57,7 +57,7 @@ func Setup(ctx *setup.Context) error {
 	if !ctx.Bool(options.AllocateNodeCIDRs) {
 		// Upstream's constructor returns no controller: it is skipped.
 		logger.Info("Warning: skipping controller", "controller", ControllerName)
-		return setup.ErrSkipped
+		return setup.SkippedFor("--allocate-node-cidrs=true and --cluster-cidr")
 	}
 	cfg, err := parseFlags(f, logger)
 	if err != nil {

@@ -52,7 +52,7 @@ func Setup(ctx *setup.Context) error {
 	ca, caErr := ctx.RootCA()
 	if keyFile == "" {
 		logger.Info("Controller is disabled because there is no private key")
-		return setup.ErrSkipped
+		return setup.SkippedFor("--service-account-private-key-file")
 	}
 	if workers < 1 {
 		logger.Info("Controller not started: no workers", "concurrent-serviceaccount-token-syncs", workers)

@@ -23,6 +23,7 @@ var Descriptor = setup.Descriptor{
 	Name:              ControllerName,
 	Aliases:           []string{"tokencleaner"},
 	DisabledByDefault: true,
+	KubeadmEnables:    true,
 	ClientName:        "token-cleaner",
 	Setup:             Setup,
 }
