@@ -63,40 +63,42 @@ func (a *signingCAAuthn) Stop() error  { return nil }
 // AddUser returns baseCfg with a client certificate for the user (CN the name, O the groups),
 // as envtest's CertAuthn.
 func (a *signingCAAuthn) AddUser(user envtest.User, baseCfg *rest.Config) (*rest.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	template := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user.Name, Organization: user.Groups},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, a.cert, key.Public(), a.key)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	certPEM, err := certutil.EncodeCertificates(cert)
+	certPEM, keyPEM, err := a.sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user.Name, Organization: user.Groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 	if err != nil {
 		return nil, err
 	}
 	cfg := rest.CopyConfig(baseCfg)
 	cfg.CertData, cfg.KeyData = certPEM, keyPEM
 	return cfg, nil
+}
+
+// sign issues the template (subject, names, usages) for a new ECDSA P-256 key, valid for a
+// week from a minute ago; it returns the certificate's and the key's PEM.
+func (a *signingCAAuthn) sign(template *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if template.SerialNumber, err = rand.Int(rand.Reader, big.NewInt(math.MaxInt64)); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	template.NotBefore, template.NotAfter = now.Add(-time.Minute), now.Add(7*24*time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, template, a.cert, key.Public(), a.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key); err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	certPEM, err = certutil.EncodeCertificates(cert)
+	return certPEM, keyPEM, err
 }

@@ -76,9 +76,7 @@ type Cluster struct {
 	// cluster: the user ControllerManagerUser, authenticated by a client certificate, with
 	// only the rights the API server's bootstrap RBAC gives that user. KubeadmArgs uses it.
 	ControllerManagerKubeconfig string
-	// PKI are the files KubeadmArgs names.
-	PKI    PKI
-	Config *rest.Config
+	Config                      *rest.Config
 	// Client talks to the API server directly, without a cache.
 	Client client.Client
 	// StagesFile holds KWOK's stages, for more kwok processes (KWOKArgs).
@@ -86,8 +84,10 @@ type Cluster struct {
 	// AuditLog is the API server's audit log when Options.Audit is set.
 	AuditLog string
 
-	env       *envtest.Environment
-	processes []*Process
+	env *envtest.Environment
+	// kubeadmArgs are StaticPodManifest's, on the node files (KubeadmArgs).
+	kubeadmArgs []string
+	processes   []*Process
 	// components are the processes of the cluster's own (kube-scheduler, kwok), not
 	// StartProcess's callers'.
 	components []*Process

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/test/cluster"
 )
 
@@ -208,14 +210,33 @@ func disabledByGates(controller string, gates ...string) OmegaMatcher {
 // specs after.
 func restartKCM(ctx context.Context, overrides ...string) {
 	GinkgoHelper()
+	restartKCMWith(ctx, local.KubeadmArgs(append([]string{fmt.Sprintf("--secure-port=%d", freePort())}, overrides...)...))
+}
+
+// restartKCMWith is restartKCM with the whole command line.
+func restartKCMWith(ctx context.Context, args []string) {
+	GinkgoHelper()
 	const lease = "kube-controller-manager"
 	old := leaseHolder(ctx, lease)
 	components = without(components, kcm)
 	kcm.Stop(30 * time.Second)
-	p, err := local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(append([]string{fmt.Sprintf("--secure-port=%d", freePort())}, overrides...)...)...)
+	p, err := local.StartProcess("kcm", kcmBinary, args...)
 	Expect(err).NotTo(HaveOccurred())
 	replaceKCM(p)
 	// The stopped process released the Lease (an empty holder); each process has an identity of its own.
 	Eventually(ctx, func() string { return leaseHolder(ctx, lease) }).WithTimeout(time.Minute).
 		Should(And(Not(BeEmpty()), Not(Equal(old))), "the restarted kcm leads: %s", p.State())
+}
+
+// kustomize renders a kustomization of the repository with kubectl kustomize.
+func kustomize(ctx context.Context, dir string) []byte {
+	GinkgoHelper()
+	root, err := testenv.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(root, dir))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize %s:\n%s", dir, stderr.String())
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,7 +34,9 @@ import (
 	"k8s.io/cluster-bootstrap/token/jws"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/test/cluster"
 )
 
@@ -45,12 +49,50 @@ const (
 	kubeadmClusterCIDR = "10.244.0.0/16" // KubeadmArgs' --cluster-cidr
 )
 
-// "kubeadm join" played with the public API only: what kubeadm init creates, then a bootstrap
-// token, its JWS in cluster-info (bootstrap-signer), the kubelet's client CSR approved
-// (csr-approving) and signed (csr-signing) by a CA the API server trusts, the node registering
-// with that certificate and getting a pod CIDR (node-ipam), and the expired token deleted
-// (token-cleaner) with its JWS. Each step is an It, so a failure names the controller.
-var _ = Describe("kubeadm join", Ordered, func() {
+// The seven things a kubeadm cluster needs of its controller manager on day 0, with kcm started
+// exactly as each route we ship for kubeadm clusters starts it: the command line of
+// config/kubeadm's static pod, and that of config/control-plane's Deployment, each on this
+// cluster's copy of a control-plane node's /etc/kubernetes (cluster.PodArgs: every file a flag
+// names must come from one of the pod's hostPath mounts) and under kubeadm's identity,
+// controller-manager.conf's system:kube-controller-manager. Only the secure port differs.
+var _ = Describe("kcm started from config/kubeadm's static pod", Ordered, func() {
+	BeforeAll(func(ctx SpecContext) {
+		root, err := testenv.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		pod, err := cluster.ReadPod(filepath.Join(root, cluster.StaticPodManifest))
+		Expect(err).NotTo(HaveOccurred())
+		args, err := local.PodArgs(&pod.Spec, "kube-controller-manager")
+		Expect(err).NotTo(HaveOccurred())
+		restartKCMWith(ctx, append(args, fmt.Sprintf("--secure-port=%d", freePort())))
+	})
+	dayZeroSpecs()
+})
+
+var _ = Describe("kcm started from config/control-plane's Deployment", Ordered, func() {
+	BeforeAll(func(ctx SpecContext) {
+		dep := &appsv1.Deployment{}
+		for _, doc := range strings.Split(string(kustomize(ctx, "config/control-plane")), "\n---\n") {
+			if strings.HasPrefix(doc, "apiVersion: apps/v1\nkind: Deployment\n") {
+				Expect(yaml.UnmarshalStrict([]byte(doc), dep)).To(Succeed())
+			}
+		}
+		Expect(dep.Name).To(Equal("kcm"), "config/control-plane renders kcm's Deployment")
+		args, err := local.PodArgs(&dep.Spec.Template.Spec, "kcm")
+		Expect(err).NotTo(HaveOccurred())
+		restartKCMWith(ctx, append(args, fmt.Sprintf("--secure-port=%d", freePort())))
+	})
+	dayZeroSpecs()
+})
+
+// dayZeroSpecs checks the suite's kcm for what `kubeadm init` and `kubeadm join` need, with the
+// public API only: a new namespace's ServiceAccount and CA, a Deployment's pods, then "kubeadm
+// join" played step by step: what kubeadm init creates, a bootstrap token, its JWS in
+// cluster-info (bootstrap-signer), the kubelet's client CSR approved (csr-approving) and
+// signed (csr-signing) by the CA the API server trusts, the node registering with that
+// certificate and getting a pod CIDR (node-ipam), and the expired token deleted
+// (token-cleaner) with its JWS. Each step is an It, so a failure names the controller. The
+// seventh need, aggregated ClusterRoles, is the spec after.
+func dayZeroSpecs() {
 	var (
 		tokenID, tokenSecret string
 		expiration           time.Time
@@ -64,6 +106,22 @@ var _ = Describe("kubeadm join", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		tokenID, tokenSecret, _ = strings.Cut(token, ".")
 		nodeName = "joined-" + tokenID
+	})
+
+	It("gives a new namespace its default ServiceAccount and the cluster CA, and a Deployment its pods", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// kubeadm's ca.crt, which --root-ca-file names: the CA that signs the API server's
+		// serving certificate.
+		ca, err := os.ReadFile(local.NodePath("/etc/kubernetes/pki/ca.crt"))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})).To(Succeed())
+			root := &corev1.ConfigMap{}
+			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kube-root-ca.crt"}, root)).To(Succeed())
+			g.Expect(root.Data).To(HaveKeyWithValue("ca.crt", string(ca)))
+		}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "logs in %s", logDir)
+		Expect(cl.Create(ctx, newDeployment(ns, "day-zero", 2))).To(Succeed())
+		waitDeploymentComplete(ctx, ns, "day-zero", 2)
 	})
 
 	It("signs cluster-info for a new bootstrap token with a JWS that verifies with the token", func(ctx SpecContext) {
@@ -186,7 +244,7 @@ var _ = Describe("kubeadm join", Ordered, func() {
 		GinkgoWriter.Printf("token %s deleted %s after its expiry\n", tokenID, time.Since(expiration).Round(time.Millisecond))
 		Expect(time.Now()).To(BeTemporally(">=", expiration), "not deleted before its expiry")
 	})
-})
+}
 
 // A user bound to the aggregated ClusterRole edit in a namespace can create a Deployment there:
 // edit is empty until clusterrole-aggregation fills it, and grants nothing then.
