@@ -11,19 +11,11 @@ import (
 )
 
 var _ = Describe("config/kubeadm, kcm's static pod for kubeadm clusters", func() {
-	readPod := func(path string) *corev1.Pod {
-		data, err := os.ReadFile(filepath.Join(root, path))
-		Expect(err).NotTo(HaveOccurred())
-		pod := &corev1.Pod{}
-		Expect(yaml.UnmarshalStrict(data, pod)).To(Succeed())
-		return pod
-	}
-
 	It("is kubeadm's own manifest but for image, command[0] and running as root", func() {
 		// testdata is what hack/tools/k8s/cmd/kubeadm-manifest renders from kubeadm's code
 		// (make kubeadm-manifest).
-		theirs := readPod("config/kubeadm/testdata/kubeadm-kube-controller-manager.yaml")
-		ours := readPod("config/kubeadm/kube-controller-manager.yaml")
+		theirs := readPod(filepath.Join(root, "config/kubeadm/testdata/kubeadm-kube-controller-manager.yaml"))
+		ours := readPod(filepath.Join(root, "config/kubeadm/kube-controller-manager.yaml"))
 
 		Expect(ours.Spec.Containers).To(HaveLen(1))
 		c := &ours.Spec.Containers[0]
@@ -40,3 +32,13 @@ var _ = Describe("config/kubeadm, kcm's static pod for kubeadm clusters", func()
 		Expect(ours).To(Equal(theirs))
 	})
 })
+
+// readPod reads a pod manifest strictly: a misspelt field fails rather than vanishes.
+func readPod(path string) *corev1.Pod {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	pod := &corev1.Pod{}
+	Expect(yaml.UnmarshalStrict(data, pod)).To(Succeed(), "%s", path)
+	return pod
+}
