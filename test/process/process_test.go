@@ -65,6 +65,12 @@ func uniqueLeaseName() string {
 // a Lease of its own, so that specs never contend for kube-system/kube-controller-manager.
 func startKCM(name string, args ...string) *process {
 	GinkgoHelper()
+	return startKCMEnv(name, nil, args...)
+}
+
+// startKCMEnv is startKCM with the environment env (as os.Environ's), or the suite's when nil.
+func startKCMEnv(name string, env []string, args ...string) *process {
+	GinkgoHelper()
 	var defaults []string
 	if !hasFlag(args, "kubeconfig") {
 		defaults = append(defaults, "--kubeconfig="+kubeconfig)
@@ -75,7 +81,9 @@ func startKCM(name string, args ...string) *process {
 	if !hasFlag(args, "leader-elect-resource-name") {
 		defaults = append(defaults, "--leader-elect-resource-name="+uniqueLeaseName())
 	}
-	return startProcess(name, syscall.SIGKILL, kcmBinary, append(defaults, args...)...)
+	p := newProcess(name, syscall.SIGKILL, kcmBinary, append(defaults, args...)...)
+	p.cmd.Env = env
+	return p.start()
 }
 
 func hasFlag(args []string, flag string) bool {
@@ -92,13 +100,24 @@ func hasFlag(args []string, flag string) bool {
 // output is written to the spec's report when the spec fails.
 func startProcess(name string, deathSig syscall.Signal, binary string, args ...string) *process {
 	GinkgoHelper()
+	return newProcess(name, deathSig, binary, args...).start()
+}
+
+// newProcess is the process startProcess starts, not started yet.
+func newProcess(name string, deathSig syscall.Signal, binary string, args ...string) *process {
 	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Dir = root
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSig}
+	return p
+}
+
+func (p *process) start() *process {
+	GinkgoHelper()
+	name, args := p.name, p.cmd.Args[1:]
 	Expect(p.cmd.Start()).To(Succeed(), "starting %s", name)
-	GinkgoWriter.Printf("started %s (pid %d): %s %s\n", name, p.cmd.Process.Pid, filepath.Base(binary), strings.Join(args, " "))
+	GinkgoWriter.Printf("started %s (pid %d): %s %s\n", name, p.cmd.Process.Pid, filepath.Base(p.cmd.Path), strings.Join(args, " "))
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		p.exitedAt = time.Now()
