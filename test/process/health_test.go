@@ -29,6 +29,13 @@ var _ = Describe("/healthz", func() {
 		Eventually(p.Count("Controllers set up")).WithTimeout(30 * time.Second).Should(Equal(1))
 		running := logField(p.Lines("Controllers set up")[0], "controllers")
 		Expect(running).To(ContainElements("serviceaccount-controller", "root-ca-certificate-publisher-controller"))
+		// Those off for want of a flag have no check, as upstream's skipped controllers: the
+		// startup line names them.
+		off := p.Lines("Controllers that do not run for want of a flag")
+		Expect(off).To(HaveLen(1))
+		Expect(off[0]).To(And(ContainSubstring("certificatesigningrequest-signing-controller"), ContainSubstring("node-ipam-controller")))
+		Expect(running).NotTo(ContainElement("certificatesigningrequest-signing-controller"))
+		Expect(running).NotTo(ContainElement("node-ipam-controller"))
 
 		want := "200 [+]leaderElection ok\n"
 		for _, name := range running {
