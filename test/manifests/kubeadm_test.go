@@ -2,7 +2,9 @@ package manifests_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +13,20 @@ import (
 )
 
 var _ = Describe("config/kubeadm, kcm's static pod for kubeadm clusters", func() {
+	It("has testdata that kubeadm's own code renders today", func() {
+		// hack/tools/k8s is the one module that may import k8s.io/kubernetes; make k8s-bins
+		// builds from it, so its modules are here already (about a minute to compile cold).
+		cmd := exec.Command("go", "run", "./cmd/kubeadm-manifest")
+		cmd.Dir = filepath.Join(root, "hack/tools/k8s")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		rendered, err := cmd.Output()
+		Expect(err).NotTo(HaveOccurred(), "kubeadm-manifest:\n%s", stderr.String())
+		testdata, err := os.ReadFile(filepath.Join(root, "config/kubeadm/testdata/kubeadm-kube-controller-manager.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(rendered)).To(Equal(string(testdata)), "run make kubeadm-manifest, then bring config/kubeadm/kube-controller-manager.yaml along")
+	})
+
 	It("is kubeadm's own manifest but for image, command[0] and running as root", func() {
 		// testdata is what hack/tools/k8s/cmd/kubeadm-manifest renders from kubeadm's code
 		// (make kubeadm-manifest).
