@@ -65,6 +65,9 @@ type Options struct {
 	// RuntimeConfig is the API server's --runtime-config ("group/version=true,..."), empty
 	// for the groups and versions it serves by default.
 	RuntimeConfig string
+	// Restartable keeps etcd's data under <Dir>/etcd rather than in a temporary directory, so
+	// that KillEtcd and StartEtcd can crash and restart it (faults.go). Stop removes it.
+	Restartable bool
 }
 
 // Cluster is a running local cluster.
@@ -87,6 +90,8 @@ type Cluster struct {
 	env *envtest.Environment
 	// kubeadmArgs are StaticPodManifest's, on the node files (KubeadmArgs).
 	kubeadmArgs []string
+	// restartable: etcd's data is <Dir>/etcd (Options.Restartable).
+	restartable bool
 	processes   []*Process
 	// components are the processes of the cluster's own (kube-scheduler, kwok), not
 	// StartProcess's callers'.
@@ -121,6 +126,13 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	}
 	c.env = &envtest.Environment{BinaryAssetsDirectory: opts.Assets, ControlPlaneStopTimeout: 30 * time.Second}
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+	if opts.Restartable {
+		c.restartable = true
+		c.env.ControlPlane.Etcd.DataDir = filepath.Join(c.Dir, "etcd")
+		if err := os.MkdirAll(c.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+			return err
+		}
+	}
 	apiserver := c.env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = apiLog, apiLog
 	apiserver.Configure().Set("service-cluster-ip-range", ServiceClusterIPRange)
@@ -293,6 +305,9 @@ func (c *Cluster) Stop() error {
 	}
 	if c.env != nil {
 		errs = append(errs, c.env.Stop())
+		if c.restartable {
+			errs = append(errs, os.RemoveAll(c.env.ControlPlane.Etcd.DataDir))
+		}
 	}
 	for _, f := range c.logs {
 		_ = f.Close()
