@@ -94,9 +94,15 @@ func pinnedTo(n string) func(*corev1.Pod) {
 	}
 }
 
-func added(s float64, o runtime.Object) Event    { return Event{Type: watch.Added, Object: o, Time: sec(s)} }
-func modified(s float64, o runtime.Object) Event { return Event{Type: watch.Modified, Object: o, Time: sec(s)} }
-func deleted(s float64, o runtime.Object) Event  { return Event{Type: watch.Deleted, Object: o, Time: sec(s)} }
+func added(s float64, o runtime.Object) Event {
+	return Event{Type: watch.Added, Object: o, Time: sec(s)}
+}
+func modified(s float64, o runtime.Object) Event {
+	return Event{Type: watch.Modified, Object: o, Time: sec(s)}
+}
+func deleted(s float64, o runtime.Object) Event {
+	return Event{Type: watch.Deleted, Object: o, Time: sec(s)}
+}
 func existing(o runtime.Object) Event {
 	return Event{Type: watch.Added, Object: o, Time: sec(0), Existing: true}
 }

@@ -1,0 +1,206 @@
+package invariants
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options tune a Watcher.
+type Options struct {
+	// ExcludeNamespaces are not watched; nil means kube-system, kube-public and
+	// kube-node-lease, whose pods are not the workload's.
+	ExcludeNamespaces []string
+	// Grace is the Checker's window; 0 means DefaultGrace.
+	Grace time.Duration
+	// Tick is how often due checks are judged when no event comes; 0 means one second.
+	Tick time.Duration
+}
+
+// Watcher runs a Checker on a live cluster: shared informers for Pods, ReplicaSets,
+// Deployments, Jobs, StatefulSets, DaemonSets (all namespaces but the excluded) and
+// Namespaces feed it, under one lock, with the Watcher's clock. Informers relist by
+// themselves after a cut watch or a 410 Gone; a relist collapses events, so what the
+// Watcher reports is a lower bound (see the package documentation).
+type Watcher struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	stop   sync.Once
+	shut   []func()
+
+	mu          sync.Mutex
+	checker     *Checker
+	watchErrors int
+}
+
+// Start watches the API server of cfg with its own client (not through kcm) and returns
+// once every informer has its first list, which is taken as existing (no creations). ctx
+// bounds that wait only: the Watcher runs until Stop.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Watcher, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "chaos-invariants"
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return StartWithClient(ctx, cs, opts)
+}
+
+// StartWithClient is Start with a ready client.
+func StartWithClient(ctx context.Context, cs kubernetes.Interface, opts Options) (*Watcher, error) {
+	excluded := opts.ExcludeNamespaces
+	if excluded == nil {
+		excluded = []string{metav1.NamespaceSystem, metav1.NamespacePublic, "kube-node-lease"}
+	}
+	var selector []string
+	for _, ns := range excluded {
+		selector = append(selector, "metadata.namespace!="+ns)
+	}
+	tick := opts.Tick
+	if tick <= 0 {
+		tick = time.Second
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &Watcher{cancel: cancel, checker: NewChecker(opts.Grace)}
+	workload := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = strings.Join(selector, ",")
+	}))
+	cluster := informers.NewSharedInformerFactory(cs, 0)
+	w.shut = []func(){workload.Shutdown, cluster.Shutdown}
+	all := []cache.SharedIndexInformer{
+		workload.Core().V1().Pods().Informer(),
+		workload.Apps().V1().ReplicaSets().Informer(),
+		workload.Apps().V1().Deployments().Informer(),
+		workload.Apps().V1().StatefulSets().Informer(),
+		workload.Apps().V1().DaemonSets().Informer(),
+		workload.Batch().V1().Jobs().Informer(),
+		cluster.Core().V1().Namespaces().Informer(),
+	}
+	var synced []cache.InformerSynced
+	for _, inf := range all {
+		if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
+			cancel()
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(w.handler()); err != nil {
+			cancel()
+			return nil, err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	workload.Start(runCtx.Done())
+	cluster.Start(runCtx.Done())
+
+	wait := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-runCtx.Done():
+		}
+		close(wait)
+	}()
+	if !cache.WaitForCacheSync(wait, synced...) {
+		w.Stop()
+		return nil, errors.Join(errors.New("invariants: the informers' first lists did not complete"), ctx.Err())
+	}
+
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				w.mu.Lock()
+				w.checker.Tick(time.Now())
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *Watcher) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { w.observe(watch.Added, obj, initial) },
+		UpdateFunc: func(_, obj any) { w.observe(watch.Modified, obj, false) },
+		DeleteFunc: func(obj any) {
+			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = gone.Obj // deleted while the watch was cut: its last state known
+			}
+			w.observe(watch.Deleted, obj, false)
+		},
+	}
+}
+
+func (w *Watcher) observe(t watch.EventType, obj any, existing bool) {
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// The clock is read under the lock, so that the Checker's time never goes backwards.
+	w.checker.Observe(Event{Type: t, Object: o, Time: time.Now(), Existing: existing})
+}
+
+func (w *Watcher) watchError(ctx context.Context, r *cache.Reflector, err error) {
+	w.mu.Lock()
+	w.watchErrors++
+	w.mu.Unlock()
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// Violations returns the violations judged so far; a creation is judged Grace after it was
+// seen, all of them at Stop.
+func (w *Watcher) Violations() []Violation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checker.Violations()
+}
+
+// MaxOvershoot returns the worst live pods minus spec.replicas by Deployment
+// "namespace/name" (see Checker.MaxOvershoot).
+func (w *Watcher) MaxOvershoot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checker.MaxOvershoot()
+}
+
+// WatchErrors counts the watches that broke (a cut connection, a 410 Gone after etcd
+// compaction): after each the informer resumed or relisted and may have collapsed events.
+func (w *Watcher) WatchErrors() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watchErrors
+}
+
+// Stop ends the watches and judges every deferred check; safe to call twice. Violations
+// and MaxOvershoot stay readable.
+func (w *Watcher) Stop() {
+	w.stop.Do(func() {
+		w.cancel()
+		for _, shut := range w.shut {
+			shut()
+		}
+		w.done.Wait()
+		w.mu.Lock()
+		w.checker.Flush()
+		w.mu.Unlock()
+	})
+}
