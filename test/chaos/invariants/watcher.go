@@ -137,7 +137,7 @@ func StartWithClient(ctx context.Context, cs kubernetes.Interface, opts Options)
 
 func (w *Watcher) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { w.observe(watch.Added, obj, initial) },
+		AddFunc:    func(obj any, initial bool) { w.observe(watch.Added, obj, initial) },
 		UpdateFunc: func(_, obj any) { w.observe(watch.Modified, obj, false) },
 		DeleteFunc: func(obj any) {
 			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
