@@ -19,6 +19,7 @@ type Rule string
 const (
 	RuleReplicaSetReplicas Rule = "ReplicaSetReplicas"
 	RuleDeploymentSurge    Rule = "DeploymentSurge"
+	RuleDeploymentScale    Rule = "DeploymentScale"
 	RuleJobParallelism     Rule = "JobParallelism"
 	RuleJobCompletions     Rule = "JobCompletions"
 	RuleJobFinished        Rule = "JobFinished"
@@ -113,8 +114,9 @@ type owner struct {
 	// deployment is a ReplicaSet's controller.
 	deployment types.UID
 	// scaledDown and deleting are when a ReplicaSet was first seen lowering spec.replicas
-	// and being deleted; zero if never.
+	// and being deleted; zero if never. gone is set once it was seen Deleted.
 	scaledDown, deleting time.Time
+	gone                 bool
 
 	// A Job's completions (highest seen, -1 if none), completion mode, finish time, the
 	// creation times of all its pods ever seen, and its succeeded pods (UIDs or indices).
@@ -134,6 +136,10 @@ type check struct {
 	lost bool // a deletion, else a creation
 	at   time.Time
 	pod  pod
+	// scaled names the ReplicaSet whose scale-up is judged (pod.owner is then its
+	// Deployment), sum the spec.replicas of that Deployment's ReplicaSets then.
+	scaled string
+	sum    int
 	// live counts the live pods of every owner in the pod's namespace at the creation, and
 	// onNode those of a DaemonSet on the pod's node.
 	live   map[types.UID]int

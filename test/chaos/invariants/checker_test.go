@@ -215,12 +215,29 @@ func TestRules(t *testing.T) {
 		// Deployment
 		{name: "rolling update within maxSurge", events: rollingUpdate(5, 2)},
 		{name: "rolling update whose first step is beyond maxSurge", events: rollingUpdate(1, 3),
-			want: []want{{1.1, RuleDeploymentSurge, "Deployment chaos/web"}}},
+			want: []want{{1, RuleDeploymentScale, "Deployment chaos/web"}, {1.1, RuleDeploymentSurge, "Deployment chaos/web"}}},
+		{name: "old pods slow to go: the pod count breaks maxSurge, the ReplicaSets' specs do not", events: []Event{
+			added(0, deployment("web", 2, intstr.FromInt32(1))), added(0, replicaSet("old", 2, "web")),
+			added(0, rsPod("old", "o1")), added(0, rsPod("old", "o2")),
+			added(1, replicaSet("new", 1, "web")), added(1.5, rsPod("new", "n1")),
+			modified(3, replicaSet("old", 1, "web")), modified(3.2, replicaSet("new", 2, "web")), added(3.5, rsPod("new", "n2")),
+			modified(4, rsPod("old", "o1", deleting)),
+		}, want: []want{{3.5, RuleDeploymentSurge, "Deployment chaos/web"}}},
+		{name: "deployment scale-up seen after its ReplicaSet's, within grace", events: []Event{
+			added(0, deployment("web", 2, intstr.FromInt32(0))), added(0, replicaSet("rs", 2, "web")),
+			added(0, rsPod("rs", "a")), added(0, rsPod("rs", "b")),
+			modified(10, replicaSet("rs", 4, "web")), added(10.5, rsPod("rs", "c")), added(10.5, rsPod("rs", "d")),
+			modified(12, deployment("web", 4, intstr.FromInt32(0))),
+		}},
+		{name: "deployment scaled down: its ReplicaSets are above the bound until scaled down", events: []Event{
+			added(0, deployment("web", 4, intstr.FromInt32(0))), added(0, replicaSet("rs", 4, "web")),
+			modified(10, deployment("web", 2, intstr.FromInt32(0))), modified(11, replicaSet("rs", 2, "web")),
+		}},
 		{name: "new ReplicaSet scaled beyond maxSurge", events: []Event{
 			added(0, deployment("web", 2, intstr.FromInt32(1))), added(0, replicaSet("old", 2, "web")),
 			added(0, rsPod("old", "o1")), added(0, rsPod("old", "o2")),
 			added(1, replicaSet("new", 2, "web")), added(1.5, rsPod("new", "n1")), added(1.5, rsPod("new", "n2")),
-		}, want: []want{{1.5, RuleDeploymentSurge, "Deployment chaos/web"}}},
+		}, want: []want{{1, RuleDeploymentScale, "Deployment chaos/web"}, {1.5, RuleDeploymentSurge, "Deployment chaos/web"}}},
 
 		// Job
 		{name: "job finishing 10 completions 3 at a time", events: jobRun(false, 3)},

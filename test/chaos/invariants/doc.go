@@ -38,7 +38,16 @@
 //     of all that Deployment's ReplicaSets are at most spec.replicas + maxSurge, the highest
 //     within Grace. maxSurge is resolved as upstream does: an integer, or a percentage of
 //     spec.replicas rounded up; 0 for the Recreate strategy. The ReplicaSets are those whose
-//     controller ownerReference names the Deployment.
+//     controller ownerReference names the Deployment. This counts pods, as the issue asks;
+//     the Deployment controller itself only bounds its ReplicaSets' specs (next rule), so an
+//     old pod whose deletion is slow (the ReplicaSet controller's DELETE delayed or retried
+//     under a fault) while the new ReplicaSet's pods are created breaks this rule for
+//     upstream too. Read it with RuleDeploymentScale: that one is exact.
+//   - [RuleDeploymentScale]: when one of a Deployment's ReplicaSets is seen scaled up, the
+//     spec.replicas of all its ReplicaSets sum to at most spec.replicas + maxSurge, the
+//     highest within Grace. All ReplicaSets come through one watch, so the sum is one
+//     moment's. The first list is not judged: after a Deployment is scaled down its
+//     ReplicaSets legitimately hold more until scaled down.
 //   - [RuleJobParallelism]: when a pod of a Job is created, the Job's live (active) pods are at
 //     most the highest spec.parallelism it had within Grace.
 //   - [RuleJobCompletions]: a Job's succeeded pods never outnumber spec.completions (the

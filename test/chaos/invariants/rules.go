@@ -118,8 +118,12 @@ func (c *Checker) judge(ck check) {
 	if o == nil || !o.seen {
 		return // an owner never seen: nothing to judge by
 	}
-	if ck.lost {
+	switch {
+	case ck.lost:
 		c.judgeLost(ck, o)
+		return
+	case ck.scaled != "":
+		c.judgeScale(ck, o)
 		return
 	}
 	switch o.kind {
@@ -162,6 +166,15 @@ func (c *Checker) judgeDeployment(ck check, d *owner, uid types.UID) {
 	}
 	if n > bound {
 		c.violate(ck.at, RuleDeploymentSurge, d, "pod %s created as live pod %d, spec.replicas + maxSurge at most %d within %s", ck.pod.name, n, bound, c.grace)
+	}
+}
+
+// judgeScale: a Deployment's ReplicaSets, when one is scaled up, have at most
+// spec.replicas + maxSurge replicas in all: the Deployment controller's own promise, on
+// specs only, so not broken by old pods that are slow to go.
+func (c *Checker) judgeScale(ck check, d *owner) {
+	if bound, _ := d.bound.maxIn(c.window(ck.at)); ck.sum > bound {
+		c.violate(ck.at, RuleDeploymentScale, d, "ReplicaSet %s scaled up: its ReplicaSets have %d replicas, spec.replicas + maxSurge at most %d within %s", ck.scaled, ck.sum, bound, c.grace)
 	}
 }
 
@@ -252,6 +265,7 @@ func (c *Checker) observeReplicaSet(e Event, rs *appsv1.ReplicaSet) {
 	o := c.owner(rs.UID, "ReplicaSet", rs.Namespace, rs.Name)
 	o.seen = true
 	replicas := int(ptr.Deref(rs.Spec.Replicas, 1))
+	scaledUp := !o.bound.known() || replicas > o.bound.last()
 	if o.bound.known() && replicas < o.bound.last() && o.scaledDown.IsZero() {
 		o.scaledDown = e.Time
 	}
@@ -262,6 +276,23 @@ func (c *Checker) observeReplicaSet(e Event, rs *appsv1.ReplicaSet) {
 	if (e.Type == watch.Deleted || rs.DeletionTimestamp != nil) && o.deleting.IsZero() {
 		o.deleting = e.Time
 	}
+	o.gone = e.Type == watch.Deleted
+	// One watch orders all ReplicaSets, so the sum at this event is one moment's. The first
+	// list is no scale-up: a Deployment scaled down may still have more, legitimately.
+	if scaledUp && replicas > 0 && o.deployment != "" && !o.gone && !e.Existing {
+		c.pending = append(c.pending, check{at: e.Time, pod: pod{owner: o.deployment}, scaled: rs.Name, sum: c.replicasOf(o.deployment, rs.Namespace)})
+	}
+}
+
+// replicasOf sums the spec.replicas of a Deployment's ReplicaSets.
+func (c *Checker) replicasOf(deployment types.UID, ns string) int {
+	sum := 0
+	for _, o := range c.ownersIn[ns] {
+		if o.kind == "ReplicaSet" && o.deployment == deployment && !o.gone {
+			sum += o.bound.last()
+		}
+	}
+	return sum
 }
 
 func (c *Checker) observeDeployment(e Event, d *appsv1.Deployment) {
