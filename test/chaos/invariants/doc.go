@@ -77,5 +77,9 @@
 // Informers relist by themselves after a cut watch or a 410 Gone (etcd compaction), but a
 // relist collapses events: a pod created and deleted between two lists is never seen, and a
 // spec that changed twice shows only its last value. The Watcher is therefore a lower bound:
-// every violation it reports happened, not every one that happened is reported.
+// every violation it reports happened, not every one that happened is reported. An object
+// the Watcher sees added long after its creationTimestamp (after a relist, or behind a
+// lagging watch) is not judged as a creation, since the counts it would be judged by are
+// not those of its creation; Watcher.LateAdds says how many, Watcher.WatchErrors how often
+// the watches broke.
 package invariants

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -25,13 +26,23 @@ type Options struct {
 	Grace time.Duration
 	// Tick is how often due checks are judged when no event comes; 0 means one second.
 	Tick time.Duration
+	// MaxLag is how long after its creationTimestamp an object may be seen added and still
+	// be judged as a creation; 0 means Grace + 1 s (creationTimestamp has whole seconds).
+	// An object seen later comes from a relist after a gap, or a watch far behind: the
+	// counts at that moment are not those at its creation, so it is taken as existing. This
+	// compares the API server's clock with this process's: test/cluster runs both on one
+	// machine.
+	MaxLag time.Duration
 }
 
 // Watcher runs a Checker on a live cluster: shared informers for Pods, ReplicaSets,
 // Deployments, Jobs, StatefulSets, DaemonSets (all namespaces but the excluded) and
-// Namespaces feed it, under one lock, with the Watcher's clock. Informers relist by
-// themselves after a cut watch or a 410 Gone; a relist collapses events, so what the
-// Watcher reports is a lower bound (see the package documentation).
+// Namespaces feed it, under one lock, with the Watcher's clock. Informers resume a cut
+// watch from its last resourceVersion and relist after a 410 Gone (etcd compaction); a
+// relist collapses events, so what the Watcher reports is a lower bound (see the package
+// documentation). A relist hands over the objects that vanished first (client-go's in-order
+// informers), then the new ones, which are judged as creations only if seen within MaxLag
+// of their creationTimestamp.
 type Watcher struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -40,7 +51,9 @@ type Watcher struct {
 
 	mu          sync.Mutex
 	checker     *Checker
+	maxLag      time.Duration
 	watchErrors int
+	lateAdds    int
 }
 
 // Start watches the API server of cfg with its own client (not through kcm) and returns
@@ -73,7 +86,10 @@ func StartWithClient(ctx context.Context, cs kubernetes.Interface, opts Options)
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &Watcher{cancel: cancel, checker: NewChecker(opts.Grace)}
+	w := &Watcher{cancel: cancel, checker: NewChecker(opts.Grace), maxLag: opts.MaxLag}
+	if w.maxLag <= 0 {
+		w.maxLag = w.checker.grace + time.Second
+	}
 	workload := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = strings.Join(selector, ",")
 	}))
@@ -156,7 +172,18 @@ func (w *Watcher) observe(t watch.EventType, obj any, existing bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// The clock is read under the lock, so that the Checker's time never goes backwards.
-	w.checker.Observe(Event{Type: t, Object: o, Time: time.Now(), Existing: existing})
+	now := time.Now()
+	if m, err := apimeta.Accessor(o); err == nil && t == watch.Added && !existing && seenLate(m.GetCreationTimestamp(), now, w.maxLag) {
+		existing = true
+		w.lateAdds++
+	}
+	w.checker.Observe(Event{Type: t, Object: o, Time: now, Existing: existing})
+}
+
+// seenLate reports whether an object created at created, seen added at now, was seen more
+// than maxLag after its creation.
+func seenLate(created metav1.Time, now time.Time, maxLag time.Duration) bool {
+	return !created.IsZero() && now.Sub(created.Time) > maxLag
 }
 
 func (w *Watcher) watchError(ctx context.Context, r *cache.Reflector, err error) {
@@ -164,6 +191,14 @@ func (w *Watcher) watchError(ctx context.Context, r *cache.Reflector, err error)
 	w.watchErrors++
 	w.mu.Unlock()
 	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// LateAdds counts the objects seen added more than MaxLag after their creation, and so not
+// judged as creations.
+func (w *Watcher) LateAdds() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lateAdds
 }
 
 // Violations returns the violations judged so far; a creation is judged Grace after it was

@@ -36,3 +36,21 @@ func TestWatcher(t *testing.T) {
 		t.Errorf("detail %q", got)
 	}
 }
+
+func TestSeenLate(t *testing.T) {
+	created := metav1.NewTime(t0)
+	for _, tt := range []struct {
+		created metav1.Time
+		now     time.Time
+		want    bool
+	}{
+		{created, sec(0.5), false},
+		{created, sec(6), false},
+		{created, sec(6.5), true},
+		{metav1.Time{}, sec(100), false}, // no creationTimestamp (a fake's object): judged
+	} {
+		if got := seenLate(tt.created, tt.now, 6*time.Second); got != tt.want {
+			t.Errorf("seenLate(%v, %v) = %v, want %v", tt.created, tt.now.Sub(t0), got, tt.want)
+		}
+	}
+}
