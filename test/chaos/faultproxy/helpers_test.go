@@ -34,7 +34,7 @@ type seen struct {
 
 // newBackend starts a TLS server playing the API server: it asks for (without verifying) a
 // client certificate and answers
-//   - ?watch=true: a line every 5ms until the request ends;
+//   - ?watch=true: a line every 5ms until the request ends; on /idle, one line only;
 //   - /big: 64KiB with a Content-Length;
 //   - /empty: 204;
 //   - /api/v1/namespaces/default: the namespace, as JSON;
@@ -43,6 +43,10 @@ func newBackend(t *testing.T) *httptest.Server {
 	t.Helper()
 	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case r.URL.Query().Get("watch") == "true" && r.URL.Path == "/idle":
+			_, _ = fmt.Fprintln(w, `{"line":0}`)
+			http.NewResponseController(w).Flush()
+			<-r.Context().Done()
 		case r.URL.Query().Get("watch") == "true":
 			w.Header().Set("Content-Type", "application/json")
 			for i := 0; ; i++ {
@@ -77,7 +81,11 @@ func newBackend(t *testing.T) *httptest.Server {
 	backend.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	backend.EnableHTTP2 = true
 	backend.StartTLS()
-	t.Cleanup(backend.Close)
+	// Closing the connections first ends the streams a broken proxy would leave open.
+	t.Cleanup(func() {
+		backend.CloseClientConnections()
+		backend.Close()
+	})
 	return backend
 }
 

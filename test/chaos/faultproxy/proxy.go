@@ -72,9 +72,6 @@ type Proxy struct {
 	upstream *httputil.ReverseProxy
 	// withCert presents the client certificate, anonymous none (see identityTransport).
 	withCert, anonymous *http.Transport
-	// ctx is cancelled by Close, ending every request in flight.
-	ctx    context.Context
-	cancel context.CancelFunc
 	// serving counts the goroutines Close waits for: the server's and the cutter's.
 	serving sync.WaitGroup
 
@@ -121,16 +118,14 @@ func New(opts Options) (*Proxy, error) {
 	}
 
 	p := &Proxy{
-		url:        "https://" + ln.Addr().String(),
-		caPEM:      caPEM,
-		withCert:   upstreamTransport(roots, []tls.Certificate{clientCert}),
-		anonymous:  upstreamTransport(roots, nil),
-		rng:        rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed))),
-		stats:      Stats{ByVerb: map[string]int64{}},
-		watches:    map[*watch]struct{}{},
-		stopCutter: nil,
+		url:       "https://" + ln.Addr().String(),
+		caPEM:     caPEM,
+		withCert:  upstreamTransport(roots, []tls.Certificate{clientCert}),
+		anonymous: upstreamTransport(roots, nil),
+		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed))),
+		stats:     Stats{ByVerb: map[string]int64{}},
+		watches:   map[*watch]struct{}{},
 	}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.upstream = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(opts.Upstream)
@@ -268,7 +263,7 @@ func (p *Proxy) Close() error {
 	p.startCutterLocked(0)
 	p.mu.Unlock()
 
-	p.cancel()
+	// Closing the connections cancels the requests' contexts, which ends every handler.
 	err := p.server.Close()
 	p.handlers.Wait()
 	p.serving.Wait()
@@ -294,43 +289,47 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	defer p.handlers.Done()
-	// The request ends with its client, with Close, or when its watch is cut.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(p.ctx, cancel)()
+	// The request ends with its client's connection (Close closes them all); the upstream
+	// request also when its watch is cut.
+	client := r.Context()
 
 	d := p.decide(r)
 	if d.action == hold {
 		// No answer across a partition; once it heals, the connection it held is broken.
 		select {
 		case <-d.healed:
-		case <-ctx.Done():
+		case <-client.Done():
 		}
 		panic(http.ErrAbortHandler)
 	}
-	if !sleep(ctx, d.latency) {
+	if !sleep(client, d.latency) {
 		return // the client is gone
 	}
+	// From here on nothing crosses a partition that starts: the writes wait for its end.
+	fw := newFaultWriter(p, client, w, d.reset)
 	switch d.action {
 	case throttle:
-		writeStatus(w, tooManyRequests)
+		writeStatus(fw, tooManyRequests)
 		return
 	case serverError:
 		if d.status == http.StatusServiceUnavailable {
-			writeStatus(w, serviceUnavailable)
+			writeStatus(fw, serviceUnavailable)
 		} else {
-			writeStatus(w, internalError)
+			writeStatus(fw, internalError)
 		}
 		return
 	}
 
+	ctx, cancel := context.WithCancel(client)
+	defer cancel()
 	if isWatch(r) {
 		var untrack func()
 		ctx, untrack = p.trackWatch(ctx, cancel)
 		defer untrack()
 	}
-	fw := newFaultWriter(p, ctx, w, d.reset)
 	p.upstream.ServeHTTP(fw, r.WithContext(ctx))
+	// Not even the end of the response (a cut watch's, say) crosses a partition.
+	_ = p.waitOpen(client)
 	if d.reset {
 		fw.abort() // the body ended before it could be cut: break it off at its end
 	}

@@ -246,7 +246,12 @@ type stream struct {
 
 func watch(t *testing.T, c *http.Client, p *faultproxy.Proxy) *stream {
 	t.Helper()
-	resp, err := get(c, p, "/api/v1/pods?watch=true")
+	return watchPath(t, c, p, "/api/v1/pods?watch=true")
+}
+
+func watchPath(t *testing.T, c *http.Client, p *faultproxy.Proxy, path string) *stream {
+	t.Helper()
+	resp, err := get(c, p, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +371,42 @@ func TestBlackholeHoldsRequestsAndFreezesStreams(t *testing.T) {
 	}
 	if got := p.Stats(); got.Held != 1 || got.Forwarded != 1 {
 		t.Errorf("stats %+v, want the watch forwarded and the request held", got)
+	}
+}
+
+func TestWatchCutDuringBlackholeEndsAfterHeal(t *testing.T) {
+	backend := newBackend(t)
+	p := newProxy(t, backend, 1)
+	c := client(t, p, "HTTP/1.1")
+	// A busy watch is cut with a write frozen, an idle one with none.
+	busy, idle := watch(t, c, p), watchPath(t, c, p, "/idle?watch=true")
+	if !busy.flowing() {
+		t.Fatal("the watch does not flow")
+	}
+	for idle.bytes.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Set(faultproxy.Fault{Blackhole: true})
+	time.Sleep(250 * time.Millisecond) // bytes already on their way arrive
+	frozen := busy.bytes.Load()
+
+	// Not even the end of a stream crosses the partition.
+	p.CutWatches()
+	for name, s := range map[string]*stream{"busy": busy, "idle": idle} {
+		select {
+		case <-s.done:
+			t.Fatalf("the %s watch cut during the blackhole ended across it (error %v)", name, s.err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if got := busy.bytes.Load(); got != frozen {
+		t.Errorf("the watch received %d bytes during the blackhole", got-frozen)
+	}
+	p.Heal()
+	for name, s := range map[string]*stream{"busy": busy, "idle": idle} {
+		if !s.ended() || s.err != nil {
+			t.Errorf("after the heal the cut %s watch ended %v with error %v; want a clean end", name, s.ended(), s.err)
+		}
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 // part of its body.
 type faultWriter struct {
 	http.ResponseWriter
-	p   *Proxy
+	p *Proxy
+	// ctx is the client's: a write frozen in a partition waits for its end even when its
+	// watch is cut, and gives up only when the client is gone.
 	ctx context.Context
 	// reset breaks the response off once limit bytes of body are written; limit < 0 until
 	// known (from Content-Length, or else from the first write).
