@@ -35,11 +35,11 @@ const DefaultGrace = 5 * time.Second
 // Violation is one broken promise.
 type Violation struct {
 	// Time is when the observer saw the event that broke the rule (not when it judged it).
-	Time time.Time
-	Rule Rule
+	Time time.Time `json:"time"`
+	Rule Rule      `json:"rule"`
 	// Object is the owner whose promise broke, as "Kind namespace/name".
-	Object string
-	Detail string
+	Object string `json:"object"`
+	Detail string `json:"detail"`
 }
 
 func (v Violation) String() string {

@@ -2,7 +2,6 @@ package invariants_test
 
 import (
 	"context"
-
 	"testing"
 
 	. "github.com/onsi/gomega"
