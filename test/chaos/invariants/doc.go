@@ -70,12 +70,13 @@
 //     deletionTimestamp set) while that ReplicaSet had never lowered its spec.replicas since
 //     first seen and was not being deleted, nor its namespace, up to Grace after the deletion.
 //     Deletions by other actors (the test deleting a pod, a node's eviction, the pod garbage
-//     collector) count as violations too: the suite must not make them.
+//     collector) count as violations too: the suite must not make them. A pod already
+//     being deleted in the observer's first list is not judged.
 //
 // # What the Watcher misses
 //
-// Informers relist by themselves after a cut watch or a 410 Gone (etcd compaction), but a
-// relist collapses events: a pod created and deleted between two lists is never seen, and a
+// Informers resume a cut watch from its last resourceVersion, losing nothing, and relist
+// after a 410 Gone (etcd compaction), but a relist collapses events: a pod created and deleted between two lists is never seen, and a
 // spec that changed twice shows only its last value. The Watcher is therefore a lower bound:
 // every violation it reports happened, not every one that happened is reported. An object
 // the Watcher sees added long after its creationTimestamp (after a relist, or behind a
