@@ -30,6 +30,20 @@
 // reset, delayed) from a source seeded with Options.Seed, then acts. Watch streams in flight
 // are cut by CutWatches or every Fault.CutWatchesEvery, and freeze while Fault.Blackhole holds.
 //
+// # Use
+//
+// On test/cluster, with kcm started from its kubeadm command line:
+//
+//	opts, err := faultproxy.OptionsFromKubeconfig(c.ControllerManagerKubeconfig)
+//	opts.Seed = GinkgoRandomSeed()
+//	p, err := faultproxy.New(opts)
+//	err = p.WriteKubeconfig(filepath.Join(dir, "faultproxy.conf"))
+//	args := c.KubeadmArgs("--kubeconfig=" + filepath.Join(dir, "faultproxy.conf"))
+//	// --authentication-kubeconfig and --authorization-kubeconfig stay on controller-manager.conf:
+//	// kcm's delegated authn/authz of its own /metrics and /healthz is not under test.
+//	p.Set(faultproxy.Fault{Throttle: 0.3, Latency: 50 * time.Millisecond})
+//	... // then p.Stats(), p.Heal(), p.ResetStats(), and p.Close() after kcm has stopped
+//
 // The partition is the proxy's, not the network's: during a Blackhole the proxy still
 // completes TLS handshakes and answers HTTP/2 PINGs, so a client notices the partition only
 // through its own request timeouts, not through connection health checks.
