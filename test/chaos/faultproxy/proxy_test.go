@@ -286,6 +286,20 @@ func (s *stream) flowing() bool {
 	return false
 }
 
+// quiet waits until s has received nothing for 200ms (the bytes already on their way when a
+// blackhole began), and returns the bytes received.
+func (s *stream) quiet() int64 {
+	last := s.bytes.Load()
+	for quietSince, deadline := time.Now(), time.Now().Add(5*time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n := s.bytes.Load(); n != last {
+			last, quietSince = n, time.Now()
+		} else if time.Since(quietSince) >= 200*time.Millisecond {
+			break
+		}
+	}
+	return last
+}
+
 // ended waits for the end of s and reports whether it came in time.
 func (s *stream) ended() bool {
 	select {
@@ -346,8 +360,7 @@ func TestBlackholeHoldsRequestsAndFreezesStreams(t *testing.T) {
 		held <- err
 	}()
 	// Bytes already on their way may still arrive; after that, none.
-	time.Sleep(250 * time.Millisecond)
-	frozen := s.bytes.Load()
+	frozen := s.quiet()
 	select {
 	case err := <-held:
 		t.Fatalf("a request across the blackhole was answered: %v", err)
@@ -387,8 +400,7 @@ func TestWatchCutDuringBlackholeEndsAfterHeal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Set(faultproxy.Fault{Blackhole: true})
-	time.Sleep(250 * time.Millisecond) // bytes already on their way arrive
-	frozen := busy.bytes.Load()
+	frozen := busy.quiet()
 
 	// Not even the end of a stream crosses the partition.
 	p.CutWatches()
