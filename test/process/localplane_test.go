@@ -105,7 +105,7 @@ var _ = Describe("make run's local cluster (hack/localplane)", func() {
 		Expect(err).NotTo(HaveOccurred())
 		kcmArgs := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 		Expect(kcmArgs).To(ContainElements(
-			"--kubeconfig="+filepath.Join(dir, "controller-manager.conf"),
+			"--kubeconfig="+filepath.Join(dir, "node/etc/kubernetes/controller-manager.conf"),
 			"--use-service-account-credentials=true",
 			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--secure-port=0",
