@@ -77,6 +77,10 @@ type Checker struct {
 	pending    []check
 	violations []Violation
 	overshoot  map[string]int
+	// blind holds, by kind, the spans its watch was broken; unjudged counts the checks
+	// dropped for them (blind.go).
+	blind    map[string][]span
+	unjudged int
 }
 
 // pod is what the rules need of one pod.
@@ -154,7 +158,7 @@ func NewChecker(grace time.Duration) *Checker {
 	}
 	return &Checker{grace: grace, pods: map[types.UID]*pod{}, owners: map[types.UID]*owner{},
 		ownersIn: map[string]map[types.UID]*owner{}, namespaceDeleting: map[string]time.Time{},
-		podNames: map[string]map[types.UID]bool{}, overshoot: map[string]int{}}
+		podNames: map[string]map[types.UID]bool{}, overshoot: map[string]int{}, blind: map[string][]span{}}
 }
 
 // Observe feeds one event, then judges every deferred check that is due.
@@ -180,18 +184,23 @@ func (c *Checker) Observe(e Event) {
 	c.Tick(e.Time)
 }
 
-// Tick judges the deferred checks due at now (Grace after their event).
+// Tick judges the deferred checks due at now (Grace after their event), but those held by
+// a broken watch.
 func (c *Checker) Tick(now time.Time) {
-	n := 0
-	for n < len(c.pending) && !c.pending[n].at.Add(c.grace).After(now) {
-		c.judge(c.pending[n])
-		n++
+	kept := c.pending[:0]
+	for _, ck := range c.pending {
+		if held, _ := c.blindness(ck); held || ck.at.Add(c.grace).After(now) {
+			kept = append(kept, ck)
+			continue
+		}
+		c.judge(ck)
 	}
-	c.pending = c.pending[n:]
+	clear(c.pending[len(kept):])
+	c.pending = kept
 }
 
 // Flush judges every deferred check now, with what is known: call it when no event will
-// follow.
+// follow. A check still held by a broken watch is not judged.
 func (c *Checker) Flush() {
 	for _, ck := range c.pending {
 		c.judge(ck)

@@ -76,11 +76,17 @@
 // # What the Watcher misses
 //
 // Informers resume a cut watch from its last resourceVersion, losing nothing, and relist
-// after a 410 Gone (etcd compaction), but a relist collapses events: a pod created and deleted between two lists is never seen, and a
-// spec that changed twice shows only its last value. The Watcher is therefore a lower bound:
-// every violation it reports happened, not every one that happened is reported. An object
-// the Watcher sees added long after its creationTimestamp (after a relist, or behind a
-// lagging watch) is not judged as a creation, since the counts it would be judged by are
-// not those of its creation; Watcher.LateAdds says how many, Watcher.WatchErrors how often
-// the watches broke.
+// after a 410 Gone (etcd compaction), but a relist collapses events: a pod created and
+// deleted between two lists is never seen, and a spec that changed twice shows only its
+// last value. The Watcher is therefore a lower bound: every violation it reports happened,
+// not every one that happened is reported. An object the Watcher sees added long after its
+// creationTimestamp (after a relist, or behind a lagging watch) is not judged as a
+// creation, since the counts it would be judged by are not those of its creation:
+// Watcher.LateAdds says how many.
+//
+// A broken watch (the API server restarting, etcd away) holds back its kind's events until
+// it resumes, and a pod created meanwhile would be judged without the scale-up that caused
+// it. So a check that depends on a kind whose watch broke within its window waits until
+// that kind's events flow again (its next event, or Options.MaxBlind), then is dropped:
+// Watcher.Unjudged says how many, Watcher.WatchErrors how often the watches broke.
 package invariants

@@ -114,6 +114,10 @@ func (c *Checker) deferCreation(at time.Time, st *pod) {
 }
 
 func (c *Checker) judge(ck check) {
+	if held, dropped := c.blindness(ck); held || dropped {
+		c.unjudged++
+		return
+	}
 	o := c.owners[ck.pod.owner]
 	if o == nil || !o.seen {
 		return // an owner never seen: nothing to judge by

@@ -33,6 +33,11 @@ type Options struct {
 	// compares the API server's clock with this process's: test/cluster runs both on one
 	// machine.
 	MaxLag time.Duration
+	// MaxBlind is how long after a kind's watch broke, with no event of that kind since, it
+	// is taken as idle rather than still broken; 0 means 30 s (the reflector's longest
+	// back-off). Checks that depend on a broken kind wait meanwhile, and are dropped as
+	// Unjudged if their window overlapped the break.
+	MaxBlind time.Duration
 }
 
 // Watcher runs a Checker on a live cluster: shared informers for Pods, ReplicaSets,
@@ -52,8 +57,11 @@ type Watcher struct {
 	mu          sync.Mutex
 	checker     *Checker
 	maxLag      time.Duration
+	maxBlind    time.Duration
 	watchErrors int
 	lateAdds    int
+	// broken holds when each kind's watch broke, until its next event or MaxBlind.
+	broken map[string]time.Time
 }
 
 // Start watches the API server of cfg with its own client (not through kcm) and returns
@@ -86,31 +94,34 @@ func StartWithClient(ctx context.Context, cs kubernetes.Interface, opts Options)
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &Watcher{cancel: cancel, checker: NewChecker(opts.Grace), maxLag: opts.MaxLag}
+	w := &Watcher{cancel: cancel, checker: NewChecker(opts.Grace), maxLag: opts.MaxLag, maxBlind: opts.MaxBlind, broken: map[string]time.Time{}}
 	if w.maxLag <= 0 {
 		w.maxLag = w.checker.grace + time.Second
+	}
+	if w.maxBlind <= 0 {
+		w.maxBlind = 30 * time.Second
 	}
 	workload := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = strings.Join(selector, ",")
 	}))
 	cluster := informers.NewSharedInformerFactory(cs, 0)
 	w.shut = []func(){workload.Shutdown, cluster.Shutdown}
-	all := []cache.SharedIndexInformer{
-		workload.Core().V1().Pods().Informer(),
-		workload.Apps().V1().ReplicaSets().Informer(),
-		workload.Apps().V1().Deployments().Informer(),
-		workload.Apps().V1().StatefulSets().Informer(),
-		workload.Apps().V1().DaemonSets().Informer(),
-		workload.Batch().V1().Jobs().Informer(),
-		cluster.Core().V1().Namespaces().Informer(),
+	all := map[string]cache.SharedIndexInformer{
+		"Pod":         workload.Core().V1().Pods().Informer(),
+		"ReplicaSet":  workload.Apps().V1().ReplicaSets().Informer(),
+		"Deployment":  workload.Apps().V1().Deployments().Informer(),
+		"StatefulSet": workload.Apps().V1().StatefulSets().Informer(),
+		"DaemonSet":   workload.Apps().V1().DaemonSets().Informer(),
+		"Job":         workload.Batch().V1().Jobs().Informer(),
+		"Namespace":   cluster.Core().V1().Namespaces().Informer(),
 	}
 	var synced []cache.InformerSynced
-	for _, inf := range all {
-		if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
+	for kind, inf := range all {
+		if err := inf.SetWatchErrorHandlerWithContext(w.watchError(kind)); err != nil {
 			cancel()
 			return nil, err
 		}
-		if _, err := inf.AddEventHandler(w.handler()); err != nil {
+		if _, err := inf.AddEventHandler(w.handler(kind)); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -142,29 +153,27 @@ func StartWithClient(ctx context.Context, cs kubernetes.Interface, opts Options)
 			case <-runCtx.Done():
 				return
 			case <-t.C:
-				w.mu.Lock()
-				w.checker.Tick(time.Now())
-				w.mu.Unlock()
+				w.tick()
 			}
 		}
 	}()
 	return w, nil
 }
 
-func (w *Watcher) handler() cache.ResourceEventHandler {
+func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { w.observe(watch.Added, obj, initial) },
-		UpdateFunc: func(_, obj any) { w.observe(watch.Modified, obj, false) },
+		AddFunc:    func(obj any, initial bool) { w.observe(kind, watch.Added, obj, initial) },
+		UpdateFunc: func(_, obj any) { w.observe(kind, watch.Modified, obj, false) },
 		DeleteFunc: func(obj any) {
 			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = gone.Obj // deleted while the watch was cut: its last state known
 			}
-			w.observe(watch.Deleted, obj, false)
+			w.observe(kind, watch.Deleted, obj, false)
 		},
 	}
 }
 
-func (w *Watcher) observe(t watch.EventType, obj any, existing bool) {
+func (w *Watcher) observe(kind string, t watch.EventType, obj any, existing bool) {
 	o, ok := obj.(runtime.Object)
 	if !ok {
 		return
@@ -173,6 +182,11 @@ func (w *Watcher) observe(t watch.EventType, obj any, existing bool) {
 	defer w.mu.Unlock()
 	// The clock is read under the lock, so that the Checker's time never goes backwards.
 	now := time.Now()
+	if _, ok := w.broken[kind]; ok {
+		// The first event after a break: the kind's events flow again.
+		w.checker.Sight(kind, now)
+		delete(w.broken, kind)
+	}
 	if m, err := apimeta.Accessor(o); err == nil && t == watch.Added && !existing && seenLate(m.GetCreationTimestamp(), now, w.maxLag) {
 		existing = true
 		w.lateAdds++
@@ -186,11 +200,41 @@ func seenLate(created metav1.Time, now time.Time, maxLag time.Duration) bool {
 	return !created.IsZero() && now.Sub(created.Time) > maxLag
 }
 
-func (w *Watcher) watchError(ctx context.Context, r *cache.Reflector, err error) {
+// watchError notes a broken watch of kind: its events may come late from now on.
+func (w *Watcher) watchError(kind string) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, r *cache.Reflector, err error) {
+		w.mu.Lock()
+		w.watchErrors++
+		now := time.Now()
+		if _, ok := w.broken[kind]; !ok {
+			w.broken[kind] = now
+		}
+		w.checker.Blind(kind, now)
+		w.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+}
+
+// tick judges the due checks, first taking a kind broken for longer than MaxBlind as idle.
+func (w *Watcher) tick() {
 	w.mu.Lock()
-	w.watchErrors++
-	w.mu.Unlock()
-	cache.DefaultWatchErrorHandler(ctx, r, err)
+	defer w.mu.Unlock()
+	now := time.Now()
+	for kind, since := range w.broken {
+		if now.Sub(since) > w.maxBlind {
+			w.checker.Sight(kind, since.Add(w.maxBlind))
+			delete(w.broken, kind)
+		}
+	}
+	w.checker.Tick(now)
+}
+
+// Unjudged counts the checks not judged because a watch they depend on broke within their
+// window (see Checker.Blind).
+func (w *Watcher) Unjudged() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checker.Unjudged()
 }
 
 // LateAdds counts the objects seen added more than MaxLag after their creation, and so not
