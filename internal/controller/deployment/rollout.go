@@ -63,6 +63,14 @@ func maxUnavailable(d *appsv1.Deployment) int32 {
 // newRSNewReplicas is the size the new ReplicaSet may grow to now: for RollingUpdate as far
 // as spec.replicas+maxSurge pods in all ReplicaSets allows, never beyond spec.replicas; for
 // Recreate spec.replicas.
+//
+// The pods counted are what each old ReplicaSet still has, not only what it was told to keep:
+// upstream sums spec.replicas, so when an old ReplicaSet has been scaled down but its
+// controller's pod deletions are slow (throttled, failing, retried), upstream grows the new
+// ReplicaSet at once and the Deployment runs more than spec.replicas+maxSurge pods
+// (test/chaos's 429 storm showed 7 live pods for 4+2). kcm waits until the old pods are gone
+// from the old ReplicaSet's status.replicas, which its controller writes as soon as its
+// deletions land: maxSurge bounds pods, as the Deployment API promises.
 func newRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (int32, error) {
 	switch d.Spec.Strategy.Type {
 	case appsv1.RollingUpdateDeploymentStrategyType:
@@ -74,7 +82,7 @@ func newRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *
 		if err != nil {
 			return 0, err
 		}
-		current := replicaCount(allRSs)
+		current := podsStillThere(allRSs, newRS)
 		maxTotal := *d.Spec.Replicas + int32(surge)
 		if current >= maxTotal {
 			return *newRS.Spec.Replicas, nil
@@ -157,4 +165,21 @@ func oldScaleDown(d *appsv1.Deployment, allRSs, oldRSs []*appsv1.ReplicaSet) []s
 		total += n
 	}
 	return steps
+}
+
+// podsStillThere sums, over the Deployment's ReplicaSets, the pods each may still have: the
+// new one's spec.replicas (its pods being created count at once), and for an old one the
+// larger of spec.replicas and status.replicas (pods its controller has not deleted yet).
+func podsStillThere(allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
+	var n int32
+	for _, rs := range allRSs {
+		switch {
+		case rs == nil:
+		case rs == newRS || rs.UID == newRS.UID && rs.UID != "":
+			n += *rs.Spec.Replicas
+		default:
+			n += max(*rs.Spec.Replicas, rs.Status.Replicas)
+		}
+	}
+	return n
 }

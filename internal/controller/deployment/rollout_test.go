@@ -81,6 +81,10 @@ func TestNewRSNewReplicas(t *testing.T) {
 			newRS: newRS("new", 2, 0, 2), oldRSs: []*appsv1.ReplicaSet{newRS("old", 10, 10, 1)}, want: 2},
 		{name: "old scaled down: room again", d: rolling(newDeployment("d", 10), i(2), i(0)),
 			newRS: newRS("new", 2, 2, 2), oldRSs: []*appsv1.ReplicaSet{newRS("old", 8, 8, 1)}, want: 4},
+		{name: "old scaled down but its pods not gone yet: no room", d: rolling(newDeployment("d", 4), i(2), i(0)),
+			newRS: newRS("new", 2, 2, 2), oldRSs: []*appsv1.ReplicaSet{withStatusReplicas(newRS("old", 3, 3, 1), 4)}, want: 2},
+		{name: "old pods partly gone: room for those", d: rolling(newDeployment("d", 4), i(2), i(0)),
+			newRS: newRS("new", 2, 2, 2), oldRSs: []*appsv1.ReplicaSet{withStatusReplicas(newRS("old", 2, 2, 1), 3)}, want: 3},
 		{name: "never beyond spec.replicas", d: rolling(newDeployment("d", 3), i(5), i(0)),
 			newRS: newRS("new", 1, 0, 2), oldRSs: []*appsv1.ReplicaSet{newRS("old", 0, 0, 1)}, want: 3},
 		{name: "percent surge rounds up", d: rolling(newDeployment("d", 10), intstr.FromString("15%"), i(0)),
@@ -201,4 +205,11 @@ func TestOldScaleDown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withStatusReplicas is rs reporting n pods, more than its spec.replicas while its
+// controller's deletions have not landed.
+func withStatusReplicas(rs *appsv1.ReplicaSet, n int32) *appsv1.ReplicaSet {
+	rs.Status.Replicas = n
+	return rs
 }
