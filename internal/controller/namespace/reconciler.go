@@ -63,6 +63,10 @@ type Reconciler struct {
 	// SyncPeriod is --namespace-sync-period: how often a terminating namespace is looked at
 	// again after a successful pass.
 	SyncPeriod time.Duration
+
+	// transient backs off the passes that failed only for the API server's momentary failure
+	// (transient.go).
+	transient transientBackoff
 }
 
 // The controller's own identity reads the namespace and its content live, as upstream, and
@@ -75,6 +79,17 @@ type Reconciler struct {
 // Reconcile deletes the content of a namespace being deleted and then removes the
 // kubernetes finalizer.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if transient(err) {
+		wait := r.transient.next(req.Name)
+		log.FromContext(ctx).Info("Namespace deletion failed for the API server's momentary failure; retrying", "after", wait, "err", err)
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	r.transient.forget(req.Name)
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
