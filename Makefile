@@ -62,6 +62,10 @@ test: k8s-bins kwok fmt vet ## Unit tests and envtest suites against the real ku
 e2e: k8s-bins kwok build $(UPSTREAM_KCM) ## End-to-end specs: a local cluster (etcd, kube-apiserver, kube-scheduler, KWOK nodes) with bin/kcm as a process; and the benchmark at a smoke size.
 	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm UPSTREAM_KCM=$(UPSTREAM_KCM) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m
 
+.PHONY: chaos
+chaos: k8s-bins kwok build $(UPSTREAM_KCM) ## Fault-injection suite (test/chaos): kcm, then upstream, through 429s, 5xx, latency, cut watches with compaction, API server and etcd restarts, a partitioned leader; table on stdout, JSON in bin/chaos/result.json. CHAOS_FORM=short (CI: each fault once, small, kcm only), CHAOS_MANAGERS=kcm.
+	KWOK=$(KWOK) KCM_BINARY=$(LOCALBIN)/kcm UPSTREAM_KCM=$(UPSTREAM_KCM) go test -tags chaos ./test/chaos/ -count=1 -timeout 80m -v
+
 .PHONY: bench
 bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kube-controller-manager: 500 Deployments x 4 replicas on 50 KWOK nodes, per phase and a quiet minute (BENCH_ARGS="-deployments=100 ...", "-memory-slope=2000,10000,20000", "-profile"; -h lists them). Table on stdout, JSON in bin/bench/result.json.
 	go run ./test/bench -kcm $(LOCALBIN)/kcm -upstream $(UPSTREAM_KCM) -assets $(K8S_BIN) -kwok $(KWOK) -out $(LOCALBIN)/bench/result.json -logs $(LOCALBIN)/bench/logs $(BENCH_ARGS)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // it again on the same port with the same certificates.
 func (c *Cluster) RestartAPIServer(down time.Duration) error {
 	apiserver := c.env.ControlPlane.GetAPIServer()
-	if err := apiserver.Stop(); err != nil {
+	// envtest sends SIGKILL when the graceful stop outlasts its StopTimeout (long-running
+	// requests held open), and says so; either way the API server is down, as in a rollout
+	// that ran out of grace.
+	if err := apiserver.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
 	}
 	c.controlPlanePIDs = nil
