@@ -73,10 +73,11 @@ type fixture struct {
 // start starts a manager as kubeadm starts kube-controller-manager, through the proxy or not.
 func (f *fixture) start(name string, viaProxy bool) *cluster.Process {
 	GinkgoHelper()
-	args := f.c.KubeadmArgs("--secure-port=0")
+	overrides := append([]string{"--secure-port=0"}, form.Flags...)
 	if viaProxy {
-		args = f.c.KubeadmArgs("--secure-port=0", "--kubeconfig="+f.proxied)
+		overrides = append(overrides, "--kubeconfig="+f.proxied)
 	}
+	args := f.c.KubeadmArgs(overrides...)
 	p, err := f.c.StartProcess(name, f.m.Binary, args...)
 	Expect(err).NotTo(HaveOccurred())
 	return p
@@ -157,9 +158,10 @@ var faults = []fault{
 	{"partition: the leader blackholed while a standby takes the Lease, then healed", partition},
 }
 
-var _ = Describe("Faults", Ordered, func() {
+// Each fault runs, and gets its row, whatever the ones before it did.
+var _ = Describe("Faults", Ordered, ContinueOnFailure, func() {
 	for _, name := range managersUnderTest() {
-		Context(name, Ordered, func() {
+		Context(name, Ordered, ContinueOnFailure, func() {
 			f := &fixture{}
 			BeforeAll(func(ctx SpecContext) {
 				f.m = managerNamed(name)
