@@ -159,7 +159,7 @@ var faults = []fault{
 }
 
 // Each fault runs, and gets its row, whatever the ones before it did.
-var _ = Describe("Faults", Ordered, ContinueOnFailure, func() {
+var _ = Describe("Faults", func() {
 	for _, name := range managersUnderTest() {
 		Context(name, Ordered, ContinueOnFailure, func() {
 			f := &fixture{}
