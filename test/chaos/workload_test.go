@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/pod"
 )
 
 // workloadSize is how much of each kind the workload has.
@@ -165,7 +167,7 @@ func endpointsPending(ctx context.Context, cl client.Client, ns string) ([]strin
 		}
 		ready := map[string]bool{}
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && pod.IsReady(&p) {
 				ready[p.Name] = true
 			}
 		}
@@ -193,13 +195,4 @@ func endpointsPending(ctx context.Context, cl client.Client, ns string) ([]strin
 		}
 	}
 	return pending, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

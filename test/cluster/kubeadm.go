@@ -12,11 +12,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -135,6 +138,37 @@ func ReadPod(path string) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return pod, nil
+}
+
+// RenderDeployment renders the kustomization dir with kubectl kustomize and decodes its one
+// Deployment, strictly: what a spec starts kcm with is what the kustomization ships.
+func RenderDeployment(kubectl, dir string) (*appsv1.Deployment, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(kubectl, "kustomize", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize %s: %w\n%s", dir, err, stderr.String())
+	}
+	var found []*appsv1.Deployment
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if meta.Kind != "Deployment" {
+			continue
+		}
+		dep := &appsv1.Deployment{}
+		if err := yaml.UnmarshalStrict([]byte(doc), dep); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		found = append(found, dep)
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("%s renders %d Deployments, want 1", dir, len(found))
+	}
+	return found[0], nil
 }
 
 // PodArgs is the command line a container of spec would run with on this cluster's node: its

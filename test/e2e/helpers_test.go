@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/test/cluster"
 )
 
@@ -226,17 +224,4 @@ func restartKCMWith(ctx context.Context, args []string) {
 	// The stopped process released the Lease (an empty holder); each process has an identity of its own.
 	Eventually(ctx, func() string { return leaseHolder(ctx, lease) }).WithTimeout(time.Minute).
 		Should(And(Not(BeEmpty()), Not(Equal(old))), "the restarted kcm leads: %s", p.State())
-}
-
-// kustomize renders a kustomization of the repository with kubectl kustomize.
-func kustomize(ctx context.Context, dir string) []byte {
-	GinkgoHelper()
-	root, err := testenv.RepoRoot()
-	Expect(err).NotTo(HaveOccurred())
-	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(root, dir))
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize %s:\n%s", dir, stderr.String())
-	return out
 }

@@ -34,7 +34,6 @@ import (
 	"k8s.io/cluster-bootstrap/token/jws"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kcm/kcm/internal/testenv"
 	"github.com/kcm/kcm/test/cluster"
@@ -70,13 +69,10 @@ var _ = Describe("kcm started from config/kubeadm's static pod", Ordered, func()
 
 var _ = Describe("kcm started from config/control-plane's Deployment", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
-		dep := &appsv1.Deployment{}
-		for _, doc := range strings.Split(string(kustomize(ctx, "config/control-plane")), "\n---\n") {
-			if strings.HasPrefix(doc, "apiVersion: apps/v1\nkind: Deployment\n") {
-				Expect(yaml.UnmarshalStrict([]byte(doc), dep)).To(Succeed())
-			}
-		}
-		Expect(dep.Name).To(Equal("kcm"), "config/control-plane renders kcm's Deployment")
+		root, err := testenv.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		dep, err := cluster.RenderDeployment(kubectl, filepath.Join(root, "config/control-plane"))
+		Expect(err).NotTo(HaveOccurred())
 		args, err := local.PodArgs(&dep.Spec.Template.Spec, "kcm")
 		Expect(err).NotTo(HaveOccurred())
 		restartKCMWith(ctx, append(args, fmt.Sprintf("--secure-port=%d", freePort())))

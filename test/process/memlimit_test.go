@@ -4,7 +4,6 @@ package process_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,24 +11,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kcm/kcm/internal/memlimit"
+	"github.com/kcm/kcm/test/cluster"
 )
 
 var _ = Describe("The memory limit config/default gives kcm", func() {
 	It("is read from the downward API as the kubelet resolves it, and Go's soft limit set to 90% of it", func() {
 		// config/default's container, as rendered.
-		out, err := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "kustomize", filepath.Join(root, "config/default")).Output()
+		dep, err := cluster.RenderDeployment(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), filepath.Join(root, "config/default"))
 		Expect(err).NotTo(HaveOccurred())
-		dep := &appsv1.Deployment{}
-		for _, doc := range strings.Split(string(out), "\n---\n") {
-			if strings.HasPrefix(doc, "apiVersion: apps/v1\nkind: Deployment\n") {
-				Expect(yaml.UnmarshalStrict([]byte(doc), dep)).To(Succeed())
-			}
-		}
 		Expect(dep.Spec.Template.Spec.Containers).To(HaveLen(1))
 		c := dep.Spec.Template.Spec.Containers[0]
 		var ref *corev1.ResourceFieldSelector
