@@ -11,7 +11,7 @@ import (
 )
 
 // Upstream's metric families of job-controller, with its names, labels, buckets and
-// stability levels; job_controller_stale_sync_skips_total is in stale.go.
+// stability levels; job_controller_stale_sync_skips_total is staleGuard's (setup.go).
 const subsystem = "job_controller"
 
 var (
@@ -121,7 +121,7 @@ func registerMetrics() {
 		legacyregistry.MustRegister(finishedIndexes)
 		legacyregistry.MustRegister(podsCreation)
 		legacyregistry.MustRegister(jobsByExternalController)
-		jobSkips()
+		staleGuard.Skips()
 	})
 }
 

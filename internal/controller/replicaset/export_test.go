@@ -2,4 +2,4 @@ package replicaset
 
 // ReplicaSetSkips is replicaset_controller_stale_sync_skips_total, for specs that build a
 // guard of their own.
-var ReplicaSetSkips = replicaSetSkips
+var ReplicaSetSkips = staleGuard.Skips

@@ -57,7 +57,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
 		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
 	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Another writer changed the owner since the cache's copy (the spec, a label):
 			// recompute from the newer copy, which the cache is about to deliver.
 			log.FromContext(ctx).V(4).Info("Status not written: the cache is behind the owner", "err", err)
-			return reconcile.Result{RequeueAfter: staleRecheck}, nil
+			return reconcile.Result{RequeueAfter: staleness.Recheck}, nil
 		}
 		return reconcile.Result{}, errors.Join(manageErr, err)
 	}

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -85,7 +86,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
 		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
 	}
 	set := &appsv1.StatefulSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
@@ -143,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Another writer changed the set since the cache's copy (the spec, a label):
 			// recompute from the newer copy, which the cache is about to deliver.
 			log.FromContext(ctx).V(4).Info("Status not written: the cache is behind the StatefulSet", "err", err)
-			return reconcile.Result{RequeueAfter: staleRecheck}, nil
+			return reconcile.Result{RequeueAfter: staleness.Recheck}, nil
 		}
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}
@@ -444,6 +445,11 @@ func nilIfEmpty(refs []metav1.OwnerReference) []metav1.OwnerReference {
 		return nil
 	}
 	return refs
+}
+
+// wrote records a write for the set, when the guard is on.
+func (r *Reconciler) wrote(set *appsv1.StatefulSet, gr schema.GroupResource, rv string) {
+	r.Stale.WroteAt(types.NamespacedName{Namespace: set.Namespace, Name: set.Name}, set.UID, gr, rv)
 }
 
 // podEvent records upstream's Events: "SuccessfulCreate" with "Create Pod web-0 in
