@@ -14,6 +14,10 @@ import (
 // DeletionCostAnnotation ranks pods for deletion by their owner: lower cost goes first.
 const DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
+// Key is the pod's "namespace/name", the key controllers' expectations track deletions by
+// and their logs name pods with (client-go's MetaNamespaceKeyFunc for a pod).
+func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
 // ReadyCondition returns the pod's Ready condition, or nil.
 func ReadyCondition(p *corev1.Pod) *corev1.PodCondition {
 	for i := range p.Status.Conditions {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -121,5 +122,16 @@ func TestActiveAndTerminating(t *testing.T) {
 	}
 	if !IsTerminating(deleting) || IsTerminating(finished) || IsTerminating(newPod("c")) {
 		t.Errorf("IsTerminating is wrong")
+	}
+}
+
+func TestKey(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}
+	want, err := toolscache.MetaNamespaceKeyFunc(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Key(p); got != want || got != "ns/web-0" {
+		t.Errorf("Key = %q, want %q (client-go's key)", got, want)
 	}
 }

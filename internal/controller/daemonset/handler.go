@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/owned"
+	"github.com/kcm/kcm/internal/pod"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -37,7 +38,7 @@ func (r *Reconciler) podHandler() *owned.PodHandler {
 		},
 		Created: r.creations.CreationObserved,
 		Deleted: func(owner types.NamespacedName, p *corev1.Pod, _ bool) {
-			r.deletions.DeletionObserved(owner, podKey(p))
+			r.deletions.DeletionObserved(owner, pod.Key(p))
 		},
 	}
 }

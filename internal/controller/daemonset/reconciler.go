@@ -243,7 +243,7 @@ func (r *Reconciler) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []c
 			now := r.FailedPodsBackoff.Clock.Now()
 			if r.FailedPodsBackoff.IsInBackOffSinceUpdate(key, now) {
 				delay := r.FailedPodsBackoff.Get(key)
-				log.FromContext(ctx).V(4).Info("Deleting failed pod on node has been limited by backoff", "pod", podKey(p), "node", node.Name, "delay", delay)
+				log.FromContext(ctx).V(4).Info("Deleting failed pod on node has been limited by backoff", "pod", pod.Key(p), "node", node.Name, "delay", delay)
 				if result.RequeueAfter == 0 || delay < result.RequeueAfter {
 					result.RequeueAfter = delay
 				}
@@ -325,7 +325,7 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 	log.FromContext(ctx).V(2).Info("Syncing nodes", "creating", len(create), "deleting", len(remove))
 	keys := make([]string, len(remove))
 	for i, p := range remove {
-		keys[i] = podKey(p)
+		keys[i] = pod.Key(p)
 	}
 	r.creations.ExpectCreations(key, len(create))
 	r.deletions.ExpectDeletions(key, keys)
@@ -352,7 +352,7 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		err := pod.Delete(ctx, r.Client, r.Recorder, ds, p)
 		if err != nil {
 			// A deletion that failed will never be observed.
-			r.deletions.DeletionObserved(key, podKey(p))
+			r.deletions.DeletionObserved(key, pod.Key(p))
 		}
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -455,8 +455,6 @@ func (r *Reconciler) init() {
 	r.creations = expectations.New(r.Clock)
 	r.deletions = expectations.New(r.Clock)
 }
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // SetupWithManager watches DaemonSets, their pods (by controller reference), their
 // revisions, and nodes (mapped to the DaemonSets whose eligibility they change).

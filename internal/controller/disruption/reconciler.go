@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kcm/kcm/internal/patch"
+	"github.com/kcm/kcm/internal/pod"
 )
 
 // ControllerName is upstream's name for the controller and its client.
@@ -107,7 +108,7 @@ func (r *Reconciler) sync(ctx context.Context, pdb *policyv1.PodDisruptionBudget
 	disrupted, expired, recheck := prunedDisruptedPods(pods, pdb.Status.DisruptedPods, now)
 	for _, p := range expired {
 		log.FromContext(ctx).V(1).Info("Pod was expected to be deleted but it wasn't, updating PDB",
-			"pod", podKey(p), "disruptionTime", pdb.Status.DisruptedPods[p.Name])
+			"pod", pod.Key(p), "disruptionTime", pdb.Status.DisruptedPods[p.Name])
 		r.Recorder.Eventf(p, pdb, corev1.EventTypeWarning, "NotDeleted", "Sync",
 			"Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
 	}
@@ -121,8 +122,6 @@ func (r *Reconciler) sync(ctx context.Context, pdb *policyv1.PodDisruptionBudget
 	}
 	return reconcile.Result{}, nil
 }
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // podsOf lists, from the cache, the pods of the budget's namespace its selector matches (an
 // empty selector matches every pod, as in policy/v1).

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/owned"
+	"github.com/kcm/kcm/internal/pod"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -70,7 +71,7 @@ func (r *Reconciler) podHandler() *owned.PodHandler {
 		},
 		Created: r.expectations.CreationObserved,
 		Deleted: func(job types.NamespacedName, p *corev1.Pod, final bool) {
-			r.expectations.DeletionObserved(job, podKey(p))
+			r.expectations.DeletionObserved(job, pod.Key(p))
 			// A pod gone, or being deleted without the finalizer, will show no removal.
 			if final || !hasTrackingFinalizer(p) {
 				r.finalizers.observed(job, p.UID)

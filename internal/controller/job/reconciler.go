@@ -245,7 +245,7 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 		log.FromContext(ctx).V(4).Info("Too many pods running", "deleting", len(victims), "want", want)
 		keys := make([]string, len(victims))
 		for i, p := range victims {
-			keys[i] = podKey(p)
+			keys[i] = pod.Key(p)
 		}
 		r.expectations.ExpectDeletions(key, keys)
 		deleted, deletedReady, err := r.deletePods(ctx, job, victims, true)
@@ -364,7 +364,7 @@ func (r *Reconciler) deletePods(ctx context.Context, job *batchv1.Job, pods []*c
 		p := pods[i]
 		err := r.deletePod(ctx, job, p, releaseFinalizer)
 		if err != nil && releaseFinalizer {
-			r.expectations.DeletionObserved(key, podKey(p))
+			r.expectations.DeletionObserved(key, pod.Key(p))
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
@@ -503,8 +503,6 @@ func (r *Reconciler) recordFinished(job *batchv1.Job, c *batchv1.JobCondition) {
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, c.Reason, "Fail", "%s", c.Message)
 }
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // SetupWithManager watches Jobs and their pods, and runs the companion controller that
 // releases the finalizers of pods no Job tracks any more (orphanReconciler).

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/owned"
+	"github.com/kcm/kcm/internal/pod"
 )
 
 // podHandler maps pod events to the owners to sync, as upstream's pod event handlers do, and
@@ -27,7 +28,7 @@ func (r *Reconciler) podHandler() *owned.PodHandler {
 		},
 		Created: r.expectations.CreationObserved,
 		Deleted: func(owner types.NamespacedName, p *corev1.Pod, _ bool) {
-			r.expectations.DeletionObserved(owner, podKey(p))
+			r.expectations.DeletionObserved(owner, pod.Key(p))
 		},
 		// Upstream's ReplicaSet controller: a pod relabelled as its deletion begins may have
 		// been counted by the owner its old labels named.

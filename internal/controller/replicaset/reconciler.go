@@ -160,7 +160,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		}
 		keys := make([]string, len(victims))
 		for i, p := range victims {
-			keys[i] = podKey(p)
+			keys[i] = pod.Key(p)
 		}
 		r.expectations.ExpectDeletions(key, keys)
 		logger.V(2).Info("Too many replicas", "need", replicas(rs), "deleting", n)
@@ -170,7 +170,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 			err := pod.Delete(ctx, r.Client, r.Recorder, obj, p)
 			if err != nil {
 				// A deletion that failed will never be observed.
-				r.expectations.DeletionObserved(key, podKey(p))
+				r.expectations.DeletionObserved(key, pod.Key(p))
 			}
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -256,8 +256,6 @@ func podFromTemplate(rs *appsv1.ReplicaSet, kind Kind) *corev1.Pod {
 		Spec: t.Spec,
 	}
 }
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // SetupWithManager watches the owners and their pods. Pod events go through podHandler,
 // which records observed creations and deletions before queueing the owner.
