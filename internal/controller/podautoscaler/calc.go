@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/pod"
@@ -36,18 +37,13 @@ type ReplicaCalculator struct {
 	// --horizontal-pod-autoscaler-cpu-initialization-period and
 	// --horizontal-pod-autoscaler-initial-readiness-delay.
 	CPUInitializationPeriod, DelayOfInitialReadinessStatus time.Duration
-	Now                                                    func() time.Time // nil: time.Now
+	// Clock is the Reconciler's: a pod's readiness and its CPU initialization are
+	// judged against its time now.
+	Clock clock.PassiveClock
 	// PodLevelResources is the PodLevelResources gate (contract addition):
 	// on, a pod's pod-level requests are what its utilization is measured
 	// against when the metric names no container.
 	PodLevelResources bool
-}
-
-func (c *ReplicaCalculator) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // GetResourceReplicas proposes a replica count for a target utilization
@@ -148,7 +144,7 @@ func (c *ReplicaCalculator) listPods(ctx context.Context, namespace string, sele
 // usableMetrics groups the pods and drops the samples of ignored and unready
 // pods from metrics, in place; no sample left is an error.
 func (c *ReplicaCalculator) usableMetrics(pods []corev1.Pod, metrics PodMetricsInfo, resource corev1.ResourceName) (podGroups, error) {
-	g := groupPods(pods, metrics, resource, c.CPUInitializationPeriod, c.DelayOfInitialReadinessStatus, c.now())
+	g := groupPods(pods, metrics, resource, c.CPUInitializationPeriod, c.DelayOfInitialReadinessStatus, c.Clock.Now())
 	for name := range g.ignored {
 		delete(metrics, name)
 	}

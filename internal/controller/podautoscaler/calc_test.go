@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -150,7 +151,7 @@ func newCalc(m MetricsClient, pods ...*corev1.Pod) *ReplicaCalculator {
 		Pods:                          fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build(),
 		CPUInitializationPeriod:       5 * time.Minute,
 		DelayOfInitialReadinessStatus: 30 * time.Second,
-		Now:                           func() time.Time { return calcNow },
+		Clock:                         clocktesting.NewFakePassiveClock(calcNow),
 		PodLevelResources:             true,
 	}
 }

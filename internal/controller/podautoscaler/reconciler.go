@@ -407,7 +407,7 @@ func (r *Reconciler) prepare() {
 		r.Clock = clock.RealClock{}
 	}
 	r.calc = &ReplicaCalculator{Metrics: r.Metrics, Pods: r.Client, CPUInitializationPeriod: r.CPUInitializationPeriod,
-		DelayOfInitialReadinessStatus: r.InitialReadinessDelay, Now: r.Clock.Now, PodLevelResources: r.PodLevelResources}
+		DelayOfInitialReadinessStatus: r.InitialReadinessDelay, Clock: r.Clock, PodLevelResources: r.PodLevelResources}
 	r.selectors = newSelectorStore()
 	r.histories = map[types.NamespacedName]*history{}
 }
