@@ -35,7 +35,6 @@ import (
 	"github.com/kcm/kcm/internal/parallel"
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
-	"github.com/kcm/kcm/internal/slowstart"
 	"github.com/kcm/kcm/internal/staleness"
 )
 
@@ -327,23 +326,26 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 	for i, p := range remove {
 		keys[i] = pod.Key(p)
 	}
-	r.creations.ExpectCreations(key, len(create))
 	r.deletions.ExpectDeletions(key, keys)
 
 	var errs []error
-	created, err := slowstart.Run(len(create), func(i int) error {
-		err := r.createPod(ctx, ds, create[i], hash)
-		if errors.Is(err, errCreateTimedOut) {
+	_, err := pod.CreateExpected(r.creations, key, len(create), func(i int) error {
+		p := newPod(ds, create[i], hash)
+		err := pod.Create(ctx, r.Client, r.Recorder, ds, p)
+		switch {
+		case err == nil:
+			r.Stale.WroteAt(client.ObjectKeyFromObject(ds), ds.UID, podsResource, p.ResourceVersion)
+		case pod.NamespaceTerminating(err):
+			return nil
+		case apierrors.IsTimeout(err):
+			// The pod may still be created: its creation is then observed; if not, the
+			// expectation expires, as upstream.
 			return nil
 		}
 		return err
 	})
 	if err != nil {
 		errs = append(errs, err)
-	}
-	// The creations never attempted or failed will never be observed; timed-out ones may be.
-	for range len(create) - created {
-		r.creations.CreationObserved(key)
 	}
 
 	// All deletions at once, as upstream (at most BurstReplicas).
@@ -360,29 +362,6 @@ func (r *Reconciler) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		return err
 	}))
 	return errors.Join(errs...)
-}
-
-// errCreateTimedOut marks a creation the API server may still complete.
-var errCreateTimedOut = errors.New("pod creation timed out")
-
-func (r *Reconciler) createPod(ctx context.Context, ds *appsv1.DaemonSet, node, hash string) error {
-	p := newPod(ds, node, hash)
-	err := r.Client.Create(ctx, p)
-	switch {
-	case err == nil:
-		r.Stale.WroteAt(client.ObjectKeyFromObject(ds), ds.UID, podsResource, p.ResourceVersion)
-		r.Recorder.Eventf(ds, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
-		return nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return nil
-	case apierrors.IsTimeout(err):
-		// The pod may still be created: its creation is then observed; if not, the
-		// expectation expires, as upstream.
-		return errCreateTimedOut
-	default:
-		r.Recorder.Eventf(ds, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
-		return err
-	}
 }
 
 // calculateStatus is upstream's updateDaemonSetStatus: counts over the nodes, judging each

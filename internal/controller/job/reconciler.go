@@ -32,7 +32,6 @@ import (
 	"github.com/kcm/kcm/internal/parallel"
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
-	"github.com/kcm/kcm/internal/slowstart"
 	"github.com/kcm/kcm/internal/staleness"
 )
 
@@ -286,25 +285,26 @@ func (r *Reconciler) manageJob(ctx context.Context, s *syncState, now time.Time)
 		}
 	}
 	log.FromContext(ctx).V(4).Info("Too few pods running", "creating", diff, "want", want)
-	r.expectations.ExpectCreations(key, int(diff))
 	var failedCreates atomic.Int32
-	created, err := slowstart.Run(int(diff), func(i int) error {
+	created, err := pod.CreateExpected(r.expectations, key, int(diff), func(i int) error {
 		ix, replaced := unknownCompletionIndex, (*corev1.Pod)(nil)
 		if indexes != nil {
 			ix, replaced = indexes[i], s.delayedDeletion[indexes[i]]
 		}
-		err := r.createPod(ctx, job, podForJob(job, ix, replaced))
-		if err != nil && !errors.Is(err, errNamespaceTerminating) {
+		p := podForJob(job, ix, replaced)
+		err := pod.Create(ctx, r.Client, r.Recorder, job, p)
+		switch {
+		case err == nil:
+			r.Stale.WroteAt(client.ObjectKeyFromObject(job), job.UID, podsResource, p.ResourceVersion)
+		case pod.NamespaceTerminating(err):
+			// Everything in the namespace is going away: not a failure to count.
+		default:
 			failedCreates.Add(1)
 		}
 		return err
 	})
-	// Creations that failed or were never tried will never be observed.
-	for range int(diff) - created {
-		r.expectations.CreationObserved(key)
-	}
 	recordPodCreations(job, s.failed, s.terminating, created, int(failedCreates.Load()))
-	if errors.Is(err, errNamespaceTerminating) {
+	if pod.NamespaceTerminating(err) {
 		err = nil
 	}
 	return active + int32(created), 0, actionPodsCreated, err
@@ -331,24 +331,6 @@ func (r *Reconciler) creatableIndexes(indexes []int, delayed map[int]*corev1.Pod
 		return ready, 0
 	}
 	return nil, wait
-}
-
-var errNamespaceTerminating = errors.New("namespace is terminating")
-
-func (r *Reconciler) createPod(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
-	err := r.Client.Create(ctx, p)
-	switch {
-	case err == nil:
-		r.Stale.WroteAt(client.ObjectKeyFromObject(job), job.UID, podsResource, p.ResourceVersion)
-		r.Recorder.Eventf(job, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
-		return nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// Everything in the namespace is going away; nothing to report.
-		return errNamespaceTerminating
-	default:
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
-		return err
-	}
 }
 
 // deletePods deletes pods in parallel and returns how many are gone (a pod already gone

@@ -31,7 +31,6 @@ import (
 	"github.com/kcm/kcm/internal/parallel"
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
-	"github.com/kcm/kcm/internal/slowstart"
 	"github.com/kcm/kcm/internal/staleness"
 )
 
@@ -137,13 +136,19 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 	switch {
 	case diff < 0:
 		n := min(-diff, BurstReplicas)
-		r.expectations.ExpectCreations(key, n)
 		logger.V(2).Info("Too few replicas", "need", replicas(rs), "creating", n)
-		created, err := slowstart.Run(n, func(int) error { return r.createPod(ctx, obj, rs) })
-		// The creations never attempted will never be observed.
-		for range n - created {
-			r.expectations.CreationObserved(key)
-		}
+		_, err := pod.CreateExpected(r.expectations, key, n, func(int) error {
+			p := podFromTemplate(rs, r.Kind)
+			err := pod.Create(ctx, r.Client, r.Recorder, obj, p)
+			switch {
+			case err == nil:
+				r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), podsResource, p.ResourceVersion)
+			case pod.NamespaceTerminating(err):
+				// The namespace is going away with everything in it; nothing to report.
+				return nil
+			}
+			return err
+		})
 		return err
 	case diff > 0:
 		n := min(diff, BurstReplicas)
@@ -179,23 +184,6 @@ func (r *Reconciler) manageReplicas(ctx context.Context, obj client.Object, rs *
 		})
 	}
 	return nil
-}
-
-func (r *Reconciler) createPod(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet) error {
-	p := podFromTemplate(rs, r.Kind)
-	err := r.Client.Create(ctx, p)
-	switch {
-	case err == nil:
-		r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), podsResource, p.ResourceVersion)
-		r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created pod: %v", p.Name)
-		return nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is going away with everything in it; nothing to report.
-		return nil
-	default:
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating: %v", err)
-		return err
-	}
 }
 
 // relatedPods are the pods of every object of this kind that shares the owner's controller
