@@ -34,7 +34,7 @@ type write[T client.Object] struct {
 }
 
 // Wrote records a successful write: replaced is the resourceVersion the write was made
-// from (the cached one), stored the API server's answer.
+// from (the cached one; "" for a creation), stored the API server's answer.
 func (w *Writes[T]) Wrote(replaced string, stored T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -69,6 +69,22 @@ func (w *Writes[T]) Current(cached T) T {
 		delete(w.byKey, key)
 		return cached
 	}
+}
+
+// Created is the object to sync when the cache has none of that name: a copy of the one the
+// controller's last write created while the cache has not shown it yet, and true. A creation
+// is forgotten once the cache shows the object (Current) or by Forget when it is deleted;
+// the memory of an update is dropped here: the object is gone.
+func (w *Writes[T]) Created(key types.NamespacedName) (T, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.byKey[key]
+	if !ok || last.replaced != "" {
+		delete(w.byKey, key)
+		var none T
+		return none, false
+	}
+	return last.stored.DeepCopyObject().(T), true
 }
 
 // Decision is what a sync makes of a cached object given the controller's last write.

@@ -64,3 +64,41 @@ func TestWritesCurrent(t *testing.T) {
 		t.Fatalf("forgotten: got rv %s, want the cached 11", got.ResourceVersion)
 	}
 }
+
+// TestWritesCreated: a creation the cache has not shown yet is synced from the stored copy
+// (not created again), until the cache shows it or it is deleted.
+func TestWritesCreated(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "c"}
+	cm := func(uid, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	w := &Writes[*corev1.ConfigMap]{}
+	if _, ok := w.Created(key); ok {
+		t.Fatal("nothing written: created")
+	}
+	w.Wrote("", cm("u", "5"))
+	if got, ok := w.Created(key); !ok || got.ResourceVersion != "5" {
+		t.Fatalf("created, not in the cache yet: got %v %v, want the stored copy at 5", got, ok)
+	}
+	if got := w.Current(cm("u", "5")); got.ResourceVersion != "5" {
+		t.Fatalf("the cache shows the creation: got rv %s", got.ResourceVersion)
+	}
+	if _, ok := w.Created(key); ok {
+		t.Fatal("once the cache showed the creation, it is forgotten")
+	}
+
+	w.Wrote("", cm("u", "5"))
+	w.Forget(key)
+	if _, ok := w.Created(key); ok {
+		t.Fatal("deleted (forgotten): created")
+	}
+
+	// An update whose object the cache no longer has: gone, the memory dropped.
+	w.Wrote("5", cm("u", "6"))
+	if _, ok := w.Created(key); ok {
+		t.Fatal("an update is not a creation")
+	}
+	if got := w.Current(cm("u", "5")); got.ResourceVersion != "5" {
+		t.Fatalf("the update's memory outlived the object: got rv %s", got.ResourceVersion)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/staleness"
 )
 
 // ControllerName is the controller's name in kcm's registry.
@@ -39,9 +40,6 @@ const EventSource = "endpoint-controller"
 // Service and must not be deleted as leftovers.
 const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
-// staleRetry is how soon a sync that found the cache behind its own write looks again.
-const staleRetry = 100 * time.Millisecond
-
 // Reconciler keeps the Endpoints of one Service.
 type Reconciler struct {
 	// Client reads Services, pods and Endpoints from the cache and writes Endpoints.
@@ -52,7 +50,9 @@ type Reconciler struct {
 	BatchPeriod time.Duration
 
 	triggers *endpointsliceutil.TriggerTimeTracker
-	stale    staleTracker
+	// written is each Endpoints' last write, synced from while the cache has not shown it:
+	// a sync does not write again from an outdated object, nor create one twice.
+	written staleness.Writes[*corev1.Endpoints]
 }
 
 // What endpoints-controller's own client does (reads of the shared cache and Events run as
@@ -76,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("deleting Endpoints: %w", err)
 		}
 		r.triggers.DeleteService(req.Namespace, req.Name)
-		r.stale.forget(req.NamespacedName)
+		r.written.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	// ExternalName Services get no endpoints; selector-less ones get their users'.
@@ -101,12 +101,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	cached := &corev1.Endpoints{}
 	switch err := r.Client.Get(ctx, req.NamespacedName, cached); {
 	case err == nil:
-		current = cached
-	case !apierrors.IsNotFound(err):
+		current = r.written.Current(cached)
+	case apierrors.IsNotFound(err):
+		if created, ok := r.written.Created(req.NamespacedName); ok {
+			current = created
+		}
+	default:
 		return reconcile.Result{}, err
-	}
-	if r.stale.isStale(req.NamespacedName, current) {
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
 	desired := Desired(current, svc, subsets, triggerTime)
 	if current != nil && UpToDate(current, desired) {
@@ -117,11 +118,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // write creates or updates the Endpoints, with upstream's Events on failure.
 func (r *Reconciler) write(ctx context.Context, svc *corev1.Service, current, desired *corev1.Endpoints) error {
-	key := client.ObjectKeyFromObject(desired)
 	if current == nil {
 		err := r.Client.Create(ctx, desired)
 		if err == nil {
-			r.stale.wrote(key, created)
+			r.written.Wrote("", desired)
 			return nil
 		}
 		// In a terminating namespace creations keep failing; nothing to retry.
@@ -133,6 +133,8 @@ func (r *Reconciler) write(ctx context.Context, svc *corev1.Service, current, de
 		return fmt.Errorf("creating Endpoints: %w", err)
 	}
 	if err := r.Client.Update(ctx, desired); err != nil {
+		// Someone else wrote since, or it is gone: the cache is to be read again.
+		r.written.Forget(client.ObjectKeyFromObject(desired))
 		if !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(desired, nil, corev1.EventTypeWarning, "FailedToUpdateEndpoint", "Update",
 				"Failed to update endpoint %v/%v: %v", svc.Namespace, svc.Name, err)
@@ -141,7 +143,7 @@ func (r *Reconciler) write(ctx context.Context, svc *corev1.Service, current, de
 	}
 	// An update the API server found to change nothing keeps the resourceVersion.
 	if desired.ResourceVersion != current.ResourceVersion {
-		r.stale.wrote(key, current.ResourceVersion)
+		r.written.Wrote(current.ResourceVersion, desired)
 	}
 	log.FromContext(ctx).V(4).Info("Updated Endpoints", "subsets", len(desired.Subsets))
 	return nil
@@ -175,7 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.Endpoints{}, handler.Funcs{
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				key := client.ObjectKeyFromObject(e.Object)
-				r.stale.forget(key)
+				r.written.Forget(key)
 				q.Add(reconcile.Request{NamespacedName: key})
 			},
 		}).
