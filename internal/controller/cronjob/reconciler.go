@@ -1,6 +1,3 @@
-// Package cronjob is upstream's cronjob-controller: it starts a Job from a CronJob's
-// jobTemplate at each schedule time, applies its concurrency policy, starting deadline and
-// history limits, and reports the running Jobs and the last run times in status.
 package cronjob
 
 import (

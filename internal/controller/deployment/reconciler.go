@@ -1,13 +1,3 @@
-// Package deployment is upstream's deployment-controller: one ReplicaSet per pod template,
-// rolled out by the RollingUpdate or Recreate strategy, scaled proportionally, paused,
-// rolled back, cleaned up to revisionHistoryLimit, and reported in status with the
-// Available and Progressing conditions.
-//
-// The flow follows upstream's syncDeployment. Decisions are pure functions in the small
-// files (rollout.go, proportion.go, replicasets.go, revision.go, progress.go, hash.go);
-// sync.go and strategy.go apply them. A sync works on a copy of the Deployment whose status
-// and annotations it changes along the way; they are written once, at the end, through the
-// status subresource (which also takes annotations, as upstream relies on).
 package deployment
 
 import (

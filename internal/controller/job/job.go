@@ -1,7 +1,3 @@
-// Package job is upstream's job-controller: it runs a Job's pods to completion, counts every
-// finished pod exactly once through the batch.kubernetes.io/job-tracking finalizer and
-// status.uncountedTerminatedPods, and reports the outcome in conditions (interim
-// SuccessCriteriaMet/FailureTarget first, terminal Complete/Failed once no pod runs).
 package job
 
 import (

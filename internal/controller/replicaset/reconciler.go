@@ -1,6 +1,3 @@
-// Package replicaset is upstream's replicaset-controller and, through the same code,
-// replicationcontroller-controller: it keeps spec.replicas pods matching the selector,
-// adopting and releasing pods, and reports their state in status.
 package replicaset
 
 import (

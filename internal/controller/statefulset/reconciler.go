@@ -1,7 +1,3 @@
-// Package statefulset is upstream's statefulset-controller: it keeps one pod per ordinal,
-// <set>-<ordinal>, with stable identity and claims from volumeClaimTemplates, created and
-// deleted in order (OrderedReady) or at once (Parallel), rolled to new revisions of the
-// template recorded as ControllerRevisions, and reports them in status.
 package statefulset
 
 import (
