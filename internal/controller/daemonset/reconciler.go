@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/flowcontrol"
@@ -47,6 +48,17 @@ const (
 	failedPodsBackoffInitial = time.Second
 	failedPodsBackoffMax     = 15 * time.Minute
 	backoffGCInterval        = time.Minute
+)
+
+// The StaleControllerConsistencyDaemonSet guard, counted in
+// daemonset_controller_stale_sync_skips_total: a DaemonSet's sync waits for the cache to show
+// its own writes, the pods it created and its status.
+var (
+	podsResource       = staleness.Pods
+	daemonSetsResource = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
+	staleGuard         = staleness.ForOwner("daemonset_controller", "DaemonSet",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: daemonSetsResource, Object: &appsv1.DaemonSet{}})
 )
 
 // Reconciler keeps the pods of one DaemonSet in line with the nodes.

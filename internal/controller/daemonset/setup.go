@@ -1,15 +1,10 @@
 package daemonset
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
-	"github.com/kcm/kcm/internal/staleness"
 )
 
 // Descriptor is daemonset-controller as kcm's registry knows it.
@@ -46,14 +41,3 @@ func Setup(ctx *setup.Context) error {
 // newQueue names the work queue of ControllerName as upstream names its own:
 // pkg/controller/daemon/daemon_controller.go:212.
 var newQueue = setup.Queue("daemonset")
-
-// The StaleControllerConsistencyDaemonSet guard, counted in
-// daemonset_controller_stale_sync_skips_total: a DaemonSet's sync waits for the cache to show
-// its own writes, the pods it created and its status.
-var (
-	podsResource       = staleness.Pods
-	daemonSetsResource = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
-	staleGuard         = staleness.ForOwner("daemonset_controller", "DaemonSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: daemonSetsResource, Object: &appsv1.DaemonSet{}})
-)

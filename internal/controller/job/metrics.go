@@ -11,7 +11,7 @@ import (
 )
 
 // Upstream's metric families of job-controller, with its names, labels, buckets and
-// stability levels; job_controller_stale_sync_skips_total is staleGuard's (setup.go).
+// stability levels; job_controller_stale_sync_skips_total is staleGuard's (reconciler.go).
 const subsystem = "job_controller"
 
 var (

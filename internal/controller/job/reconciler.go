@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
@@ -33,6 +34,16 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/staleness"
+)
+
+// The StaleControllerConsistencyJob guard, counted in job_controller_stale_sync_skips_total: a
+// Job's sync waits for the cache to show its own writes, the pods it created and its status.
+var (
+	podsResource = staleness.Pods
+	jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
+	staleGuard   = staleness.ForOwner("job_controller", "Job",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: jobsResource, Object: &batchv1.Job{}})
 )
 
 // Reconciler runs the pods of one Job and keeps its status.

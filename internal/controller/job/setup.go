@@ -1,15 +1,10 @@
 package job
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
-	"github.com/kcm/kcm/internal/staleness"
 )
 
 // Descriptor is job-controller as kcm's registry knows it.
@@ -51,13 +46,3 @@ var newQueue = setup.Queue("job")
 // newOrphanQueue names the work queue of orphanControllerName as upstream names its own:
 // pkg/controller/job/job_controller.go:263.
 var newOrphanQueue = setup.Queue("job_orphan_pod")
-
-// The StaleControllerConsistencyJob guard, counted in job_controller_stale_sync_skips_total: a
-// Job's sync waits for the cache to show its own writes, the pods it created and its status.
-var (
-	podsResource = staleness.Pods
-	jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
-	staleGuard   = staleness.ForOwner("job_controller", "Job",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: jobsResource, Object: &batchv1.Job{}})
-)

@@ -14,7 +14,7 @@ import (
 // sortingDeletionAgeRatio is upstream's replicaset_controller_sorting_deletion_age_ratio,
 // which upstream's ReplicaSet and ReplicationController controllers both observe (they are
 // the same code there, as here). Its replicaset_controller_stale_sync_skips_total is
-// staleGuard's (setup.go).
+// staleGuard's (reconciler.go).
 var sortingDeletionAgeRatio = metrics.NewHistogram(
 	&metrics.HistogramOpts{
 		Subsystem: "replicaset_controller",

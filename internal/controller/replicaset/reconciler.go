@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,6 +30,18 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/staleness"
+)
+
+// The StaleControllerConsistencyReplicaSet guard, counted in
+// replicaset_controller_stale_sync_skips_total: a ReplicaSet's sync waits for the cache to
+// show its own writes, the pods it created and its status (upstream has none for
+// ReplicationControllers).
+var (
+	podsResource        = staleness.Pods
+	replicaSetsResource = schema.GroupResource{Group: "apps", Resource: "replicasets"}
+	staleGuard          = staleness.ForOwner("replicaset_controller", "ReplicaSet",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: replicaSetsResource, Object: &appsv1.ReplicaSet{}})
 )
 
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.

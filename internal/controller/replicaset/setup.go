@@ -1,9 +1,6 @@
 package replicaset
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -11,7 +8,6 @@ import (
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
-	"github.com/kcm/kcm/internal/staleness"
 )
 
 // What replicaset-controller's own client does (reads of the shared cache run as kcm's
@@ -82,15 +78,3 @@ var newQueue = map[string]func(string, workqueue.TypedRateLimiter[reconcile.Requ
 	ReplicaSetKind.ControllerName:            setup.Queue("replicaset"),
 	ReplicationControllerKind.ControllerName: setup.Queue("replicationmanager"),
 }
-
-// The StaleControllerConsistencyReplicaSet guard, counted in
-// replicaset_controller_stale_sync_skips_total: a ReplicaSet's sync waits for the cache to
-// show its own writes, the pods it created and its status (upstream has none for
-// ReplicationControllers).
-var (
-	podsResource        = staleness.Pods
-	replicaSetsResource = schema.GroupResource{Group: "apps", Resource: "replicasets"}
-	staleGuard          = staleness.ForOwner("replicaset_controller", "ReplicaSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: replicaSetsResource, Object: &appsv1.ReplicaSet{}})
-)

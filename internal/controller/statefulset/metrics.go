@@ -10,7 +10,7 @@ import (
 
 // Upstream's gauges (pkg/controller/statefulset/metrics), by set and pod management policy.
 // Like upstream's, a set's series stay after the set is deleted. Its
-// statefulset_controller_stale_sync_skips_total is staleGuard's (setup.go).
+// statefulset_controller_stale_sync_skips_total is staleGuard's (reconciler.go).
 var (
 	maxUnavailableGauge = metrics.NewGaugeVec(
 		&metrics.GaugeOpts{

@@ -1,15 +1,10 @@
 package statefulset
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/setup"
-	"github.com/kcm/kcm/internal/staleness"
 )
 
 // Descriptor is statefulset-controller as kcm's registry knows it.
@@ -47,16 +42,3 @@ func Setup(ctx *setup.Context) error {
 // newQueue names the work queue of ControllerName as upstream names its own:
 // pkg/controller/statefulset/stateful_set.go:172.
 var newQueue = setup.Queue("statefulset")
-
-// The StaleControllerConsistencyStatefulSet guard, counted in
-// statefulset_controller_stale_sync_skips_total: a StatefulSet's sync waits for the cache to
-// show its own writes, the pods and claims it created or updated, and its status.
-var (
-	podsResource         = staleness.Pods
-	claimsResource       = schema.GroupResource{Resource: "persistentvolumeclaims"}
-	statefulSetsResource = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
-	staleGuard           = staleness.ForOwner("statefulset_controller", "StatefulSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: claimsResource, Object: &corev1.PersistentVolumeClaim{}},
-		staleness.Watched{Resource: statefulSetsResource, Object: &appsv1.StatefulSet{}})
-)
