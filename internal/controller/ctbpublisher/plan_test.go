@@ -1,13 +1,10 @@
 package ctbpublisher
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -63,21 +60,5 @@ func TestDecide(t *testing.T) {
 				t.Errorf("delete = %v, want %v", p.delete, tc.wantDelete)
 			}
 		})
-	}
-}
-
-func TestSyncCode(t *testing.T) {
-	cases := map[string]struct {
-		err  error
-		want string
-	}{
-		"success":           {want: "200"},
-		"conflict":          {err: fmt.Errorf("updating: %w", apierrors.NewConflict(certificatesv1.Resource("clustertrustbundles"), "x", errors.New("stale"))), want: "409"},
-		"not an API status": {err: errors.New("connection refused"), want: "500"},
-	}
-	for name, tc := range cases {
-		if got := syncCode(tc.err); got != tc.want {
-			t.Errorf("%s: code %s, want %s", name, got, tc.want)
-		}
 	}
 }

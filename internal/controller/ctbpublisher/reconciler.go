@@ -50,7 +50,7 @@ type Reconciler struct {
 // the whole signer, as upstream's single queue key.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (_ reconcile.Result, err error) {
 	start := time.Now()
-	defer func() { recordSync(start, err) }()
+	defer func() { syncs.Record(start, err) }()
 
 	var all certificatesv1.ClusterTrustBundleList
 	if err := r.Client.List(ctx, &all); err != nil {
@@ -98,7 +98,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.SignerName == "" || r.CABundle == "" {
 		return fmt.Errorf("%s: Client, SignerName and CABundle are required", ControllerName)
 	}
-	registerMetrics()
+	syncs.Register()
 	signer := reconcile.Request{NamespacedName: types.NamespacedName{Name: r.SignerName}}
 	toSigner := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{signer}

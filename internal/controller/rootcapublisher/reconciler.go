@@ -55,7 +55,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()
 	err := r.sync(ctx, req)
-	recordSync(start, err)
+	syncs.Record(start, err)
 	if apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, nil
 	}

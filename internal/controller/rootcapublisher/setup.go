@@ -45,7 +45,7 @@ func Setup(ctx *setup.Context) error {
 	if err != nil {
 		return err
 	}
-	registerMetrics()
+	syncs.Register()
 	r := &Reconciler{Client: cl, RootCA: rootCA}
 	setup.Apply(ctx, r)
 	return r.SetupWithManager(ctx.Manager, workers)
