@@ -3,10 +3,10 @@ package pvbinder
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,7 +18,8 @@ import (
 	"github.com/kcm/kcm/internal/index"
 )
 
-// claimReconciler syncs one claim: upstream's syncClaim.
+// claimReconciler syncs one claim: upstream's syncClaim, as observe, decideClaim
+// (decide.go), apply.
 type claimReconciler struct{ *Binder }
 
 func (r *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -30,138 +31,194 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.done(ctx, r.syncClaim(ctx, claim))
+	in, err := r.observe(ctx, claim)
+	if err != nil {
+		return r.done(ctx, err)
+	}
+	return r.done(ctx, r.apply(ctx, claim, decideClaim(in)))
 }
 
-func (r *claimReconciler) syncClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	if ann, changed := migrationAnnotations(claim.Annotations, true); changed {
-		clone := claim.DeepCopy()
-		clone.Annotations = ann
-		if err := r.Client.Update(ctx, clone); err != nil {
-			return fmt.Errorf("updating migration annotations of claim: %w", err)
+// observe reads what the claim's decision needs: the volume a bound or pre-bound claim
+// names; for any other claim its class, the best matching volume and, only when none
+// matches, the default class and the pods waiting for the scheduler.
+func (r *claimReconciler) observe(ctx context.Context, claim *corev1.PersistentVolumeClaim) (claimInput, error) {
+	in := claimInput{Claim: claim, DynamicProvisioning: r.DynamicProvisioning}
+	if metav1.HasAnnotation(claim.ObjectMeta, AnnBindCompleted) || claim.Spec.VolumeName != "" {
+		if claim.Spec.VolumeName == "" {
+			return in, nil
 		}
-		claim = clone
+		v := &corev1.PersistentVolume{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: claim.Spec.VolumeName}, v); err != nil {
+			return in, client.IgnoreNotFound(err)
+		}
+		in.Volume = v
+		return in, nil
 	}
-	if metav1.HasAnnotation(claim.ObjectMeta, AnnBindCompleted) {
-		return r.syncBoundClaim(ctx, claim)
-	}
-	if claim.Spec.VolumeName != "" {
-		return r.syncPreBoundClaim(ctx, claim)
-	}
-	return r.syncUnboundClaim(ctx, claim)
-}
 
-// syncUnboundClaim binds a claim that did not name a volume to the best match, or else
-// assigns the default class, waits for the scheduler, or asks for provisioning.
-func (r *claimReconciler) syncUnboundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	class, err := r.classOf(ctx, claim)
 	if err != nil {
-		return err
+		return in, err
 	}
-	delayBinding, err := waitsForFirstConsumer(class)
-	if err != nil {
-		return err
+	if in.DelayBinding, err = waitsForFirstConsumer(class); err != nil {
+		return in, err
 	}
+	in.Class = class
 	var node *corev1.Node
-	if name, ok := claim.Annotations[AnnSelectedNode]; ok && delayBinding {
+	if name, ok := claim.Annotations[AnnSelectedNode]; ok && in.DelayBinding {
 		node = r.selectedNode(ctx, name)
 	}
 	volumes, err := r.listVolumes(ctx)
 	if err != nil {
-		return err
+		return in, err
 	}
-	v, err := FindBestMatch(claim, volumes, delayBinding, node)
-	if err != nil {
-		return fmt.Errorf("error finding PV for claim %q: %w", claim.Namespace+"/"+claim.Name, err)
+	match, err := FindBestMatch(claim, volumes, in.DelayBinding, node)
+	if match != nil || err != nil {
+		// The volumes were read without a copy: the match is copied.
+		in.MatchErr = err
+		if match != nil {
+			in.Match = match.DeepCopy()
+		}
+		return in, nil
 	}
-	if v != nil {
-		// A bound claim ends its provision, if it had one; a failed bind counts an error.
-		err := r.bind(ctx, v.DeepCopy(), claim)
-		r.operations.record(claimKey(claim), err)
-		return err
+	if !storagehelpers.PersistentVolumeClaimHasClass(claim) {
+		list := &storagev1.StorageClassList{}
+		if in.DefaultClassErr = r.Client.List(ctx, list); in.DefaultClassErr == nil {
+			in.DefaultClass = DefaultClass(list.Items)
+		}
+		if in.DefaultClass != nil || in.DefaultClassErr != nil {
+			return in, nil
+		}
 	}
+	if in.DelayBinding && !storagehelpers.IsDelayBindingProvisioning(claim) {
+		in.Waiting, err = r.waitingPods(ctx, claim)
+	}
+	return in, err
+}
 
-	if assigned, err := r.assignDefaultClass(ctx, claim); err != nil || assigned {
+// apply carries out the claim's plan; the claim is written by writeClaim only.
+func (r *claimReconciler) apply(ctx context.Context, claim *corev1.PersistentVolumeClaim, p claimPlan) error {
+	if p.Migrate != nil {
+		var err error
+		if claim, err = r.writeClaim(ctx, claim, claimWrite{Edit: p.Migrate}); err != nil {
+			return fmt.Errorf("updating migration annotations of claim: %w", err)
+		}
+	}
+	r.record(claim, p.Events...)
+	switch {
+	case p.Err != nil:
+		return p.Err
+	case p.Bind != nil:
+		err := r.bind(ctx, claim, p.Bind)
+		if p.EndsProvision {
+			// A bound claim ends its provision, if it had one; a failed bind counts an error.
+			r.operations.record(claimKey(claim), err)
+		}
+		return err
+	case p.AssignClass != nil || p.AssignErr != nil:
 		// An assigned class brings the claim back with its update.
+		err := p.AssignErr
+		if err == nil {
+			if _, err = r.writeClaim(ctx, claim, claimWrite{Edit: p.AssignClass}); err != nil {
+				err = fmt.Errorf("can't update PersistentVolumeClaim[%q]: %w", claimKey(claim), err)
+			} else {
+				log.FromContext(ctx).V(4).Info("Assigned the default StorageClass to the claim", "storageClass", *p.AssignClass.Spec.StorageClassName)
+			}
+		}
 		recordRetroactiveClass(err)
 		return err
+	case p.Provision != nil:
+		return r.provision(ctx, claim, p.Provision)
 	}
-	switch {
-	case delayBinding && !storagehelpers.IsDelayBindingProvisioning(claim):
-		if err := r.waitForFirstConsumer(ctx, claim); err != nil {
-			return err
-		}
-	case storagehelpers.GetPersistentVolumeClaimClass(claim) != "":
-		// The provisioner (or the administrator) creates a volume; its event brings the
-		// claim back.
-		return r.provision(ctx, claim, class)
-	default:
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonFailedBinding, "Binding",
-			"no persistent volumes available for this claim and no storage class is set")
-	}
-	_, err = r.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
+	_, err := r.writeClaim(ctx, claim, claimWrite{Phase: p.Phase, Event: p.PhaseEvent})
 	return err
 }
 
-// syncPreBoundClaim binds a claim to the volume its spec.volumeName names, when that volume
-// exists, fits and is not someone else's.
-func (r *claimReconciler) syncPreBoundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	v := &corev1.PersistentVolume{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: claim.Spec.VolumeName}, v); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		// The volume may be created later.
-		_, err = r.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
-		return err
+// bind saves the binding in upstream's order, each write from the result of the one before:
+// the volume's claimRef and phase Bound, then the claim's volumeName, annotations and phase
+// Bound. A failure stops it; the next sync of either object finishes the binding.
+func (r *claimReconciler) bind(ctx context.Context, claim *corev1.PersistentVolumeClaim, b *binding) error {
+	if b.Err != nil {
+		return fmt.Errorf("binding volume %s to claim %s/%s: %w", b.Volume.Name, claim.Namespace, claim.Name, b.Err)
 	}
-	switch {
-	case v.Spec.ClaimRef == nil:
-		if err := CheckVolumeSatisfiesClaim(v, claim); err != nil {
-			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonVolumeMismatch, "Binding",
-				"Cannot bind to requested volume %q: %s", v.Name, err)
-			_, err = r.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
-			return err
-		}
-		return r.bind(ctx, v, claim)
-	case storagehelpers.IsVolumeBoundToClaim(v, claim):
-		// The volume names the claim too: finish the binding (the claimRef gets the UID).
-		return r.bind(ctx, v, claim)
-	default:
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonFailedBinding, "Binding",
-			"volume %q already bound to a different claim.", v.Name)
-		if metav1.HasAnnotation(claim.ObjectMeta, AnnBoundByController) {
-			// Someone removed bind-completed from a claim the controller bound.
-			return fmt.Errorf("invalid binding of claim %q to volume %q: volume already claimed by %q",
-				claim.Namespace+"/"+claim.Name, v.Name, v.Spec.ClaimRef.Namespace+"/"+v.Spec.ClaimRef.Name)
-		}
-		_, err := r.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
-		return err
+	v, err := r.writeVolume(ctx, b.Volume, volumeWrite{Edit: b.VolumeEdit, Phase: corev1.VolumeBound})
+	if err != nil {
+		return fmt.Errorf("binding volume %s to claim %s/%s: %w", b.Volume.Name, claim.Namespace, claim.Name, err)
 	}
+	if _, err := r.writeClaim(ctx, claim, claimWrite{Edit: b.ClaimEdit, Phase: corev1.ClaimBound, Volume: v}); err != nil {
+		return fmt.Errorf("binding claim %s/%s to volume %s: %w", claim.Namespace, claim.Name, v.Name, err)
+	}
+	return nil
 }
 
-// syncBoundClaim keeps a claim that was bound: Lost when its volume is gone or taken by
-// another claim, the binding repaired otherwise.
-func (r *claimReconciler) syncBoundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	if claim.Spec.VolumeName == "" {
-		return r.updateClaimStatusWithEvent(ctx, claim, corev1.ClaimLost, corev1.EventTypeWarning, ReasonClaimLost,
-			"Bound claim has lost reference to PersistentVolume. Data on the volume is lost!")
+// provision hands the claim to its provisioner: the provision is timed (until the claim is
+// bound) and the claim names the provisioner; ExternalProvisioning says what it waits for.
+func (r *claimReconciler) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, p *provisioning) error {
+	key := claimKey(claim)
+	r.operations.start(key, p.Plugin, "provision")
+	named, err := r.writeClaim(ctx, claim, claimWrite{Edit: p.Edit})
+	switch {
+	case err != nil && p.Refused != nil:
+		r.operations.record(key, err)
+		return err
+	case p.Refused != nil:
+		r.operations.record(key, p.Refused)
+		r.record(named, warning(ReasonProvisioningFailed, "Provisioning", p.Refused.Error()))
+		return nil
+	case err != nil:
+		r.record(claim, warning(ReasonProvisioningFailed, "Provisioning", "Error saving claim: %v", err))
+		r.operations.record(key, err)
+		return err
 	}
-	v := &corev1.PersistentVolume{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: claim.Spec.VolumeName}, v); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
+	r.record(named, normal(ReasonExternalProvisioning, "Provisioning",
+		"Waiting for a volume to be created either by the external provisioner '%s' "+
+			"or manually by the system administrator. If volume creation is delayed, please verify that "+
+			"the provisioner is running and correctly registered.", p.Plugin))
+	return nil
+}
+
+// claimWrite is one write of a claim: Edit's annotations and spec, then the status for
+// Phase with the volume it is bound to (none: nil). With an Event the status is written
+// only when the phase changes, and the Event reports that change.
+type claimWrite struct {
+	Edit   *corev1.PersistentVolumeClaim
+	Phase  corev1.PersistentVolumeClaimPhase
+	Volume *corev1.PersistentVolume
+	Event  *notice
+}
+
+// writeClaim is the one place a claim is written: by update, as upstream (the binder's
+// role grants update, not patch), each write from the claim as last written; unchanged
+// status is not written.
+func (b *Binder) writeClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, w claimWrite) (*corev1.PersistentVolumeClaim, error) {
+	if w.Edit != nil {
+		clone, edit := claim.DeepCopy(), w.Edit.DeepCopy()
+		clone.Annotations, clone.Spec = edit.Annotations, edit.Spec
+		if err := b.Client.Update(ctx, clone); err != nil {
+			return claim, err
 		}
-		return r.updateClaimStatusWithEvent(ctx, claim, corev1.ClaimLost, corev1.EventTypeWarning, ReasonClaimLost,
-			"Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+		log.FromContext(ctx).V(4).Info("Updated the claim", "volume", clone.Spec.VolumeName)
+		claim = clone
 	}
-	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID == claim.UID {
-		// Unbound volume (or a cache not showing the binding yet): bind again; bound: a no-op
-		// unless a phase or annotation is missing.
-		return r.bind(ctx, v, claim)
+	if w.Phase == "" || (w.Event != nil && claim.Status.Phase == w.Phase) {
+		return claim, nil
 	}
-	return r.updateClaimStatusWithEvent(ctx, claim, corev1.ClaimLost, corev1.EventTypeWarning, ReasonClaimMisbound,
-		"Two claims are bound to the same volume, this one is bound incorrectly")
+	status, err := claimStatus(claim, w.Phase, w.Volume)
+	if err != nil {
+		return claim, err
+	}
+	if equality.Semantic.DeepEqual(claim.Status, status) {
+		return claim, nil
+	}
+	clone := claim.DeepCopy()
+	clone.Status = status
+	if err := b.Client.Status().Update(ctx, clone); err != nil {
+		return claim, fmt.Errorf("updating status of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	log.FromContext(ctx).V(2).Info("Claim entered phase", "phase", w.Phase)
+	if w.Event != nil {
+		b.record(clone, *w.Event)
+	}
+	return clone, nil
 }
 
 // classOf returns the claim's StorageClass from the cache, nil when it has none or the class
@@ -215,29 +272,6 @@ func (r *claimReconciler) listVolumes(ctx context.Context) ([]*corev1.Persistent
 	return out, nil
 }
 
-// assignDefaultClass gives a claim that left its class unset (nil, not "") the default
-// StorageClass, retroactively as upstream: the newest default class, by name on a tie.
-func (r *claimReconciler) assignDefaultClass(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if storagehelpers.PersistentVolumeClaimHasClass(claim) {
-		return false, nil
-	}
-	list := &storagev1.StorageClassList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return false, err
-	}
-	def := DefaultClass(list.Items)
-	if def == nil {
-		return false, nil
-	}
-	clone := claim.DeepCopy()
-	clone.Spec.StorageClassName = &def.Name
-	if err := r.Client.Update(ctx, clone); err != nil {
-		return false, fmt.Errorf("can't update PersistentVolumeClaim[%q]: %w", claim.Namespace+"/"+claim.Name, err)
-	}
-	log.FromContext(ctx).V(4).Info("Assigned the default StorageClass to the claim", "storageClass", def.Name)
-	return true, nil
-}
-
 // DefaultClass picks the default StorageClass: of those annotated as default, the newest,
 // the first by name among equally new ones; nil when none is.
 func DefaultClass(classes []storagev1.StorageClass) *storagev1.StorageClass {
@@ -259,12 +293,11 @@ func DefaultClass(classes []storagev1.StorageClass) *storagev1.StorageClass {
 	return best
 }
 
-// waitForFirstConsumer reports a claim whose binding waits for the scheduler: for its
-// unscheduled pods by name, or for a first pod to use it.
-func (r *claimReconciler) waitForFirstConsumer(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+// waitingPods are the unscheduled pods that use the claim, by name.
+func (r *claimReconciler) waitingPods(ctx context.Context, claim *corev1.PersistentVolumeClaim) ([]string, error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(claim.Namespace), client.MatchingFields{index.PodClaimName: claim.Name}); err != nil {
-		return err
+		return nil, err
 	}
 	var waiting []string
 	for i := range pods.Items {
@@ -273,18 +306,7 @@ func (r *claimReconciler) waitForFirstConsumer(ctx context.Context, claim *corev
 			waiting = append(waiting, p.Name)
 		}
 	}
-	switch len(waiting) {
-	case 0:
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonWaitForFirstConsumer, "Binding",
-			"waiting for first consumer to be created before binding")
-	case 1:
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonWaitForPodScheduled, "Binding",
-			"waiting for pod %s to be scheduled", waiting[0])
-	default:
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonWaitForPodScheduled, "Binding",
-			"waiting for pods %s to be scheduled", strings.Join(waiting, ","))
-	}
-	return nil
+	return waiting, nil
 }
 
 // podTerminated is upstream's IsPodTerminated: finished, or deleted with nothing running.

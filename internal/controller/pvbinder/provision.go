@@ -1,7 +1,6 @@
 package pvbinder
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,9 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // migratedPlugins are the in-tree plugins whose volumes CSI drivers now provision and delete
@@ -43,67 +39,6 @@ func provisionerFor(class *storagev1.StorageClass) (string, error) {
 		return "", fmt.Errorf("no provisionable volume plugin matched")
 	}
 	return class.Provisioner, nil
-}
-
-// provision hands the claim to its class's provisioner: the storage-provisioner
-// annotations name it and an ExternalProvisioning Event says what the claim waits for, on
-// every sync as upstream. kcm provisions nothing itself.
-func (r *claimReconciler) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
-	if !r.DynamicProvisioning {
-		return nil
-	}
-	if class == nil {
-		// Worded as upstream's lister reports it (singular resource).
-		err := apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclass"}, storagehelpers.GetPersistentVolumeClaimClass(claim))
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", err.Error())
-		return nil
-	}
-	provisioner, err := provisionerFor(class)
-	if class.Provisioner == hostPathPlugin {
-		// Upstream finds the plugin, times the provision and names the plugin on the claim
-		// before it refuses: an error of the plugin's provision.
-		r.operations.start(claimKey(claim), hostPathPlugin, "provision")
-		if serr := r.setClaimProvisioner(ctx, claim, class.Provisioner); serr != nil {
-			r.operations.record(claimKey(claim), serr)
-			return serr
-		}
-		r.operations.record(claimKey(claim), err)
-	}
-	if err != nil {
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", err.Error())
-		return nil
-	}
-	// The provision is timed until the claim is bound.
-	r.operations.start(claimKey(claim), provisioner, "provision")
-	if err := r.setClaimProvisioner(ctx, claim, provisioner); err != nil {
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonProvisioningFailed, "Provisioning", "Error saving claim: %v", err)
-		r.operations.record(claimKey(claim), err)
-		return err
-	}
-	r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, ReasonExternalProvisioning, "Provisioning",
-		"Waiting for a volume to be created either by the external provisioner '%s' "+
-			"or manually by the system administrator. If volume creation is delayed, please verify that "+
-			"the provisioner is running and correctly registered.", provisioner)
-	return nil
-}
-
-// setClaimProvisioner names the provisioner in both storage-provisioner annotations.
-func (r *claimReconciler) setClaimProvisioner(ctx context.Context, claim *corev1.PersistentVolumeClaim, provisioner string) error {
-	if claim.Annotations[AnnStorageProvisioner] == provisioner {
-		return nil
-	}
-	clone := claim.DeepCopy()
-	if clone.Annotations == nil {
-		clone.Annotations = map[string]string{}
-	}
-	clone.Annotations[AnnBetaStorageProvisioner] = provisioner
-	clone.Annotations[AnnStorageProvisioner] = provisioner
-	clone.Annotations, _ = migrationAnnotations(clone.Annotations, true)
-	if err := r.Client.Update(ctx, clone); err != nil {
-		return err
-	}
-	*claim = *clone
-	return nil
 }
 
 // migrationAnnotations keeps pv.kubernetes.io/migrated-to in line with the provisioner a

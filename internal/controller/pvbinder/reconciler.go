@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -189,5 +190,12 @@ func (b *Binder) done(ctx context.Context, err error) (reconcile.Result, error) 
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	default:
 		return reconcile.Result{}, err
+	}
+}
+
+// record records the notices on obj, each as upstream words it.
+func (b *Binder) record(obj runtime.Object, notes ...notice) {
+	for _, n := range notes {
+		b.Recorder.Eventf(obj, nil, n.Type, n.Reason, n.Action, n.Format, n.Args...)
 	}
 }

@@ -1,15 +1,22 @@
 package pvbinder
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Recycler is what upstream's NFS or hostPath plugin is configured with to scrub a volume:
@@ -125,4 +132,71 @@ func recyclerOutcome(pod *corev1.Pod) (done bool, err error) {
 		return true, fmt.Errorf("pod failed, pod.Status.Message unknown")
 	}
 	return false, nil
+}
+
+// Event reasons of recycling (pkg/controller/volume/events).
+const (
+	ReasonVolumeRecycled = "VolumeRecycled"
+	ReasonRecyclerPod    = "RecyclerPod"
+)
+
+// WatchPodEvents watches the core/v1 Events of the named pod. The binder's role may watch
+// Events but not list them, so the recycler pod's Events are followed by a watch of their
+// own, as upstream's recycler client does, rather than by the shared cache.
+type WatchPodEvents func(ctx context.Context, namespace, pod string) (watch.Interface, error)
+
+// recycling is the binder's memory of the recycler pods it started, by volume name: a pod
+// of that name it did not start (an earlier kcm's, or a forged one) is deleted rather than
+// trusted, as upstream does when its create finds the name taken.
+type recycling struct {
+	mu   sync.Mutex
+	pods map[string]*recyclerRun
+}
+
+type recyclerRun struct {
+	uid types.UID
+	// stop ends the forwarding of the pod's Events.
+	stop context.CancelFunc
+}
+
+func (rc *recycling) get(volume string) *recyclerRun {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.pods[volume]
+}
+
+func (rc *recycling) put(volume string, run *recyclerRun) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.pods == nil {
+		rc.pods = map[string]*recyclerRun{}
+	}
+	rc.pods[volume] = run
+}
+
+func (rc *recycling) end(volume string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if run := rc.pods[volume]; run != nil {
+		run.stop()
+		delete(rc.pods, volume)
+	}
+}
+
+// namespaceOf is the namespace of the volume's recycler pod: its template's.
+func (rs *Recyclers) namespaceOf(v *corev1.PersistentVolume) string {
+	if v.Spec.NFS != nil {
+		return rs.NFS.Template.Namespace
+	}
+	return rs.HostPath.Template.Namespace
+}
+
+// recyclerPodsToVolume maps a recycler pod to the volume it scrubs, so that its progress
+// brings the volume's sync back.
+func recyclerPodsToVolume(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ok := strings.CutPrefix(obj.GetName(), "recycler-for-")
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }

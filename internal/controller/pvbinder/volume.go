@@ -5,23 +5,24 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/storagemetrics"
 )
 
-// volumeReconciler syncs one volume: upstream's syncVolume.
+// volumeReconciler syncs one volume: upstream's syncVolume, as observe, decideVolume
+// (decide.go), apply; a Recycle reclaim runs the volume's recycler pod to its end.
 type volumeReconciler struct{ *Binder }
 
 func (r *volumeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -33,76 +34,95 @@ func (r *volumeReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.done(ctx, r.syncVolume(ctx, v))
+	in := volumeInput{Volume: v}
+	if ref := v.Spec.ClaimRef; ref != nil && ref.UID != "" {
+		var err error
+		if in.Claim, err = r.claimOf(ctx, v); err != nil {
+			return r.done(ctx, err)
+		}
+	}
+	return r.done(ctx, r.apply(ctx, in, decideVolume(in)))
 }
 
-func (r *volumeReconciler) syncVolume(ctx context.Context, v *corev1.PersistentVolume) error {
-	v, err := r.annealMigration(ctx, v)
-	if err != nil {
-		return err
-	}
-	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID == "" {
-		// Unused, or pre-bound to a claim by name that the claim's sync binds.
-		_, err := r.updateVolumePhase(ctx, v, corev1.VolumeAvailable, "")
-		return err
-	}
-	claim, err := r.claimOf(ctx, v)
-	if err != nil {
-		return err
-	}
-	switch {
-	case claim == nil:
-		// The claim is gone: release the volume (a Failed one stays Failed while the
-		// reclaim is retried, for the user to see) and apply its reclaim policy.
-		if v.Status.Phase != corev1.VolumeReleased && v.Status.Phase != corev1.VolumeFailed {
-			log.FromContext(ctx).V(2).Info("Volume is released and reclaim policy will be executed", "reclaimPolicy", v.Spec.PersistentVolumeReclaimPolicy)
-			if v, err = r.updateVolumePhase(ctx, v, corev1.VolumeReleased, ""); err != nil {
-				return err
-			}
+// apply carries out the volume's plan; the volume is written by writeVolume only.
+func (r *volumeReconciler) apply(ctx context.Context, in volumeInput, p volumePlan) error {
+	v := in.Volume
+	if p.Anneal != nil {
+		var err error
+		if v, err = r.writeVolume(ctx, v, volumeWrite{Edit: p.Anneal}); err != nil {
+			return fmt.Errorf("persistent Volume Controller can't anneal migration annotations or finalizer: %w", err)
 		}
-		return r.reclaim(ctx, v)
-	case claim.Spec.VolumeName == "":
-		if storagehelpers.CheckVolumeModeMismatches(&claim.Spec, &v.Spec) {
-			// The claim's sync will never pick this volume.
-			r.Recorder.Eventf(v, nil, corev1.EventTypeWarning, ReasonVolumeMismatch, "Binding",
-				"Cannot bind PersistentVolume to requested PersistentVolumeClaim %q due to incompatible volumeMode.", claim.Name)
-			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonVolumeMismatch, "Binding",
-				"Cannot bind PersistentVolume %q to requested PersistentVolumeClaim due to incompatible volumeMode.", v.Name)
-		}
-		// The claim's sync (this volume's event queued it) finishes the binding.
-		return nil
-	case claim.Spec.VolumeName == v.Name:
-		_, err := r.updateVolumePhase(ctx, v, corev1.VolumeBound, "")
-		return err
-	case metav1.HasAnnotation(v.ObjectMeta, AnnDynamicallyProvisioned) && v.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete:
-		// Provisioned for a claim that got bound elsewhere: not needed any more.
-		if v.Status.Phase != corev1.VolumeReleased && v.Status.Phase != corev1.VolumeFailed {
-			if v, err = r.updateVolumePhase(ctx, v, corev1.VolumeReleased, ""); err != nil {
-				return err
-			}
-		}
-		return r.reclaim(ctx, v)
-	default:
-		// The claim is bound to another volume: undo the controller's binding, or keep the
-		// user's pre-binding without the UID.
-		return r.unbindVolume(ctx, v)
 	}
+	r.record(v, p.Events...)
+	if in.Claim != nil {
+		r.record(in.Claim, p.ClaimEvents...)
+	}
+	if p.Unbind != nil {
+		return r.unbind(ctx, v, p.Unbind)
+	}
+	if p.Phase == corev1.VolumeReleased {
+		log.FromContext(ctx).V(2).Info("Volume is released and reclaim policy will be executed", "reclaimPolicy", v.Spec.PersistentVolumeReclaimPolicy)
+	}
+	v, err := r.writeVolume(ctx, v, volumeWrite{Phase: p.Phase})
+	if err != nil || p.Reclaim == nil {
+		return err
+	}
+	return r.reclaim(ctx, v, p.Reclaim)
 }
 
-// annealMigration writes the migrated-to annotation and deletion finalizers a dynamically
-// provisioned volume should carry.
-func (r *volumeReconciler) annealMigration(ctx context.Context, v *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-	ann, annChanged := migrationAnnotations(v.Annotations, false)
-	finalizers, finChanged := deletionFinalizers(v)
-	if !annChanged && !finChanged {
+// volumeWrite is one write of a volume: Edit's annotations, finalizers and spec, then the
+// phase (with Message). With a Failure the phase is Failed, its message the failure's, and
+// its Event reports the change; a phase is written only when it changes.
+type volumeWrite struct {
+	Edit    *corev1.PersistentVolume
+	Phase   corev1.PersistentVolumePhase
+	Failure *failure
+}
+
+// writeVolume is the one place a volume is written: by update, as upstream, each write from
+// the volume as last written; the API server stamps lastPhaseTransitionTime.
+func (b *Binder) writeVolume(ctx context.Context, v *corev1.PersistentVolume, w volumeWrite) (*corev1.PersistentVolume, error) {
+	if w.Edit != nil {
+		clone, edit := v.DeepCopy(), w.Edit.DeepCopy()
+		clone.Annotations, clone.Finalizers, clone.Spec = edit.Annotations, edit.Finalizers, edit.Spec
+		if err := b.Client.Update(ctx, clone); err != nil {
+			return v, err
+		}
+		log.FromContext(ctx).V(2).Info("Updated the volume", "volume", v.Name)
+		v = clone
+	}
+	message := ""
+	if w.Failure != nil {
+		w.Phase, message = corev1.VolumeFailed, w.Failure.Message
+	}
+	if w.Phase == "" || v.Status.Phase == w.Phase {
 		return v, nil
 	}
 	clone := v.DeepCopy()
-	clone.Annotations, clone.Finalizers = ann, finalizers
-	if err := r.Client.Update(ctx, clone); err != nil {
-		return v, fmt.Errorf("persistent Volume Controller can't anneal migration annotations or finalizer: %w", err)
+	clone.Status.Phase = w.Phase
+	clone.Status.Message = message
+	if err := b.Client.Status().Update(ctx, clone); err != nil {
+		return v, fmt.Errorf("updating phase of volume %s: %w", v.Name, err)
+	}
+	log.FromContext(ctx).V(2).Info("Volume entered phase", "volume", v.Name, "phase", w.Phase)
+	if w.Failure != nil {
+		b.record(clone, w.Failure.Event)
 	}
 	return clone, nil
+}
+
+// unbind writes the volume without its binding, then makes it Available again.
+func (r *volumeReconciler) unbind(ctx context.Context, v, unbound *corev1.PersistentVolume) error {
+	if _, err := r.writeVolume(ctx, v, volumeWrite{Edit: unbound, Phase: corev1.VolumeAvailable}); err != nil {
+		return fmt.Errorf("rolling back the binding of volume %s: %w", v.Name, err)
+	}
+	return nil
+}
+
+// fail moves the volume to Failed; the Event only when it becomes Failed.
+func (r *volumeReconciler) fail(ctx context.Context, v *corev1.PersistentVolume, f *failure) error {
+	_, err := r.writeVolume(ctx, v, volumeWrite{Failure: f})
+	return err
 }
 
 // claimOf returns the claim the volume's claimRef names, nil when it no longer exists (or
@@ -131,100 +151,235 @@ func (r *volumeReconciler) claimOf(ctx context.Context, v *corev1.PersistentVolu
 	return claim, nil
 }
 
-// reclaim applies the reclaim policy of a released volume: Retain keeps it; Delete leaves
-// it to the external provisioner that made it (or to the plugin of an in-tree volume, which
-// kcm does not have: the volume fails); Recycle, deprecated, scrubs an NFS or hostPath
-// volume with a recycler pod (recycle.go).
-func (r *volumeReconciler) reclaim(ctx context.Context, v *corev1.PersistentVolume) error {
-	if v.Annotations[AnnMigratedTo] != "" {
-		// The CSI driver's provisioner reclaims migrated volumes.
-		return nil
-	}
-	switch v.Spec.PersistentVolumeReclaimPolicy {
-	case corev1.PersistentVolumeReclaimRetain:
-		return nil
-	case corev1.PersistentVolumeReclaimRecycle:
+// reclaim applies the reclaim policy of a released volume (decideReclaim).
+func (r *volumeReconciler) reclaim(ctx context.Context, v *corev1.PersistentVolume, rc *reclaim) error {
+	switch {
+	case rc.Fail != nil:
+		return r.fail(ctx, v, rc.Fail)
+	case rc.Recycle:
 		return r.recycle(ctx, v)
-	case corev1.PersistentVolumeReclaimDelete:
-		// Timed until the volume is gone, whoever deletes it; an error counts.
-		r.operations.start(v.Name, r.deleterName(ctx, v), "delete")
-		err := r.deleteVolume(ctx, v)
-		if err != nil {
-			r.operations.record(v.Name, err)
-		}
-		return err
-	default:
-		_, err := r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonUnknownReclaimPolicy,
-			"Volume has unrecognized PersistentVolumeReclaimPolicy")
-		return err
 	}
-}
-
-// deleter names who deletes a volume's storage: "" for an external deleter (a CSI volume,
-// or one a non-"kubernetes.io/" provisioner made), hostPathPlugin, or an error when an
-// in-tree volume has no plugin.
-func deleter(v *corev1.PersistentVolume) (string, error) {
-	if p := v.Annotations[AnnDynamicallyProvisioned]; p != "" {
-		switch {
-		case p == hostPathPlugin:
-			return hostPathPlugin, nil
-		case !strings.HasPrefix(p, "kubernetes.io/"):
-			return "", nil
-		}
-		return "", fmt.Errorf("no deletable volume plugin matched")
+	// Timed until the volume is gone, whoever deletes it; an error counts.
+	r.operations.start(v.Name, r.deleterName(ctx, v), "delete")
+	err := r.deleteVolume(ctx, v, rc)
+	if err != nil {
+		r.operations.record(v.Name, err)
 	}
-	if v.Annotations[AnnMigratedTo] != "" || v.Spec.CSI != nil {
-		return "", nil
-	}
-	if v.Spec.HostPath != nil {
-		return hostPathPlugin, nil
-	}
-	return "", fmt.Errorf("error getting deleter volume plugin for volume %q: no deletable volume plugin matched", v.Name)
+	return err
 }
 
 var hostPathDeletable = regexp.MustCompile("/tmp/.+")
 
 // deleteVolume is upstream's deleteVolumeOperation with kcm's one plugin, hostPath (which
-// only deletes under /tmp, for testing, as upstream's).
-func (r *volumeReconciler) deleteVolume(ctx context.Context, v *corev1.PersistentVolume) error {
-	plugin, err := deleter(v)
-	if err != nil {
-		_, err = r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
-		return err
+// only deletes under /tmp, for testing, as upstream's): the storage, then the in-tree
+// finalizer, then the volume.
+func (r *volumeReconciler) deleteVolume(ctx context.Context, v *corev1.PersistentVolume, rc *reclaim) error {
+	if rc.DeleterErr != nil {
+		return r.fail(ctx, v, failed(ReasonVolumeFailedDelete, rc.DeleterErr.Error()))
 	}
-	if plugin == "" {
+	if rc.Deleter == "" {
 		log.FromContext(ctx).V(3).Info("External deleter for volume requested, ignoring")
 		return nil
 	}
-	path := ""
-	if v.Spec.HostPath != nil {
-		path = v.Spec.HostPath.Path
-	}
-	if v.Spec.HostPath == nil {
-		err = fmt.Errorf("failed to create deleter for volume %q: spec.PersistentVolumeSource.HostPath is nil", v.Name)
-	} else {
-		// The plugin's deletion, refused or done, is one volume_delete operation.
-		start := time.Now()
-		if !hostPathDeletable.MatchString(path) {
-			err = fmt.Errorf("host_path deleter only supports /tmp/.+ but received provided %s", path)
-		} else {
-			err = os.RemoveAll(path)
-		}
-		storagemetrics.RecordOperation(hostPathPlugin, "volume_delete", time.Since(start).Seconds(), err != nil, false)
-	}
-	if err != nil {
-		if _, uerr := r.updateVolumePhaseWithEvent(ctx, v, corev1.VolumeFailed, corev1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error()); uerr != nil {
+	if err := deleteHostPath(v); err != nil {
+		if uerr := r.fail(ctx, v, failed(ReasonVolumeFailedDelete, err.Error())); uerr != nil {
 			return uerr
 		}
 		return err
 	}
-	if slices.Contains(v.Finalizers, FinalizerInTree) {
-		clone := v.DeepCopy()
-		clone.Finalizers = slices.DeleteFunc(clone.Finalizers, func(f string) bool { return f == FinalizerInTree })
-		if err := r.Client.Update(ctx, clone); err != nil {
+	if rc.Unprotect != nil {
+		var err error
+		if v, err = r.writeVolume(ctx, v, volumeWrite{Edit: rc.Unprotect}); err != nil {
 			return err
 		}
-		v = clone
 	}
 	return client.IgnoreNotFound(r.Client.Delete(ctx, v, client.Preconditions{UID: &v.UID}))
+}
+
+// deleteHostPath removes a hostPath volume's directory: the plugin's deletion, refused or
+// done, is one volume_delete operation.
+func deleteHostPath(v *corev1.PersistentVolume) error {
+	if v.Spec.HostPath == nil {
+		return fmt.Errorf("failed to create deleter for volume %q: spec.PersistentVolumeSource.HostPath is nil", v.Name)
+	}
+	start := time.Now()
+	var err error
+	if path := v.Spec.HostPath.Path; !hostPathDeletable.MatchString(path) {
+		err = fmt.Errorf("host_path deleter only supports /tmp/.+ but received provided %s", path)
+	} else {
+		err = os.RemoveAll(path)
+	}
+	storagemetrics.RecordOperation(hostPathPlugin, "volume_delete", time.Since(start).Seconds(), err != nil, false)
+	return err
+}
+
+// recycle is upstream's recycleVolumeOperation, level-based: the first sync of a released
+// volume starts its recycler pod; the pod's changes bring the volume back until the pod
+// finished, then the pod is deleted and the volume made Available (VolumeRecycled) or
+// Failed (VolumeFailedRecycle). A Failed volume is recycled again on its next sync, as
+// upstream.
+func (r *volumeReconciler) recycle(ctx context.Context, v *corev1.PersistentVolume) error {
+	if run := r.recycling.get(v.Name); run != nil {
+		return r.watchRecycler(ctx, v, run)
+	}
+	// Scrubbing is destructive: check on the API server's copy that the volume is still
+	// released, as upstream does before it starts.
+	live := &corev1.PersistentVolume{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: v.Name}, live); err != nil {
+		log.FromContext(ctx).V(3).Info("Error reading persistent volume", "err", err)
+		return nil
+	}
+	if released, err := r.released(ctx, live); err != nil || !released {
+		log.FromContext(ctx).V(3).Info("Volume no longer needs recycling, skipping", "err", err)
+		return nil
+	}
+	pods, claimCached, err := r.podsUsing(ctx, live)
+	if err != nil {
+		log.FromContext(ctx).V(3).Info("Can't recycle volume", "err", err)
+		return nil
+	}
+	if len(pods) > 0 && !claimCached {
+		r.Recorder.Eventf(live, nil, corev1.EventTypeNormal, ReasonVolumeFailedRecycle, "Recycling",
+			"Volume is used by pods: %s", strings.Join(pods, ","))
+		return nil
+	}
+	pod := r.Recyclers.recyclerPod(live)
+	if pod == nil {
+		return r.fail(ctx, live, failed(ReasonVolumeFailedRecycle, "No recycler plugin found for the volume!"))
+	}
+	return r.startRecycler(ctx, live, pod)
+}
+
+// released is upstream's isVolumeReleased: the volume names a claim (by UID) that is gone,
+// re-created, or bound to another volume.
+func (r *volumeReconciler) released(ctx context.Context, v *corev1.PersistentVolume) (bool, error) {
+	ref := v.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return false, nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	case claim.UID != ref.UID:
+		return true, nil
+	}
+	return claim.Spec.VolumeName != "" && claim.Spec.VolumeName != v.Name, nil
+}
+
+// podsUsing is upstream's isVolumeUsed: the running pods (namespace/name, sorted) that use
+// the claim the volume names, and whether a claim of that name exists (then it is a new
+// claim, bound elsewhere, and its pods do not use this volume).
+func (r *volumeReconciler) podsUsing(ctx context.Context, v *corev1.PersistentVolume) ([]string, bool, error) {
+	ref := v.Spec.ClaimRef
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(ref.Namespace), client.MatchingFields{index.PodClaimName: ref.Name}); err != nil {
+		return nil, false, fmt.Errorf("error finding pods by pvc %q: %w", ref.Namespace+"/"+ref.Name, err)
+	}
+	names := sets.New[string]()
+	for i := range pods.Items {
+		if p := &pods.Items[i]; !podTerminated(p) {
+			names.Insert(p.Namespace + "/" + p.Name)
+		}
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &corev1.PersistentVolumeClaim{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, false, err
+	}
+	return sets.List(names), err == nil, nil
+}
+
+// startRecycler follows the pod's Events, then creates the pod. A pod of that name the
+// binder did not start is deleted, and the recycle fails until it is gone.
+func (r *volumeReconciler) startRecycler(ctx context.Context, v *corev1.PersistentVolume, pod *corev1.Pod) error {
+	forward, stop := context.WithCancel(ctx)
+	events, err := r.WatchRecyclerEvents(forward, pod.Namespace, pod.Name)
+	if err != nil {
+		stop()
+		return r.failRecycle(ctx, v, err)
+	}
+	go r.forwardRecyclerEvents(forward, v, events)
+
+	if err := r.Client.Create(ctx, pod); err != nil {
+		stop()
+		if apierrors.IsAlreadyExists(err) {
+			old := &corev1.Pod{}
+			old.Namespace, old.Name = pod.Namespace, pod.Name
+			if err := r.Client.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
+				return r.failRecycle(ctx, v, fmt.Errorf("failed to delete old recycler pod %s/%s: %s", pod.Namespace, pod.Name, err))
+			}
+			return r.failRecycle(ctx, v, fmt.Errorf("old recycler pod found, will retry later"))
+		}
+		return r.failRecycle(ctx, v, fmt.Errorf("unexpected error creating recycler pod:  %+v", err))
+	}
+	log.FromContext(ctx).V(2).Info("Started the recycler pod", "pod", client.ObjectKeyFromObject(pod))
+	r.recycling.put(v.Name, &recyclerRun{uid: pod.UID, stop: stop})
+	return nil
+}
+
+// forwardRecyclerEvents reports each new Event of the recycler pod on the volume, as
+// upstream: "Recycler pod: <message>" with the Event's type.
+func (r *volumeReconciler) forwardRecyclerEvents(ctx context.Context, v *corev1.PersistentVolume, w watch.Interface) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if ev, isEvent := e.Object.(*corev1.Event); isEvent && e.Type == watch.Added {
+				r.Recorder.Eventf(v, nil, ev.Type, ReasonRecyclerPod, "Recycling", "Recycler pod: %s", ev.Message)
+			}
+		}
+	}
+}
+
+// watchRecycler waits for the recycler pod to finish, then deletes it and makes the volume
+// Available again, or Failed with the pod's failure.
+func (r *volumeReconciler) watchRecycler(ctx context.Context, v *corev1.PersistentVolume, run *recyclerRun) error {
+	key := types.NamespacedName{Namespace: r.Recyclers.namespaceOf(v), Name: recyclerPodName(v.Name)}
+	pod := &corev1.Pod{}
+	err := r.Client.Get(ctx, key, pod)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err != nil || pod.UID != run.uid {
+		// The cache may not show the pod yet: only the API server says it is gone.
+		if err := r.APIReader.Get(ctx, key, pod); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		} else if err == nil && pod.UID == run.uid {
+			return nil
+		}
+		r.recycling.end(v.Name)
+		return r.failRecycle(ctx, v, fmt.Errorf("failed to recycle volume: recycler pod was deleted"))
+	}
+	done, podErr := recyclerOutcome(pod)
+	if !done {
+		return nil
+	}
+	r.recycling.end(v.Name)
+	deleteErr := client.IgnoreNotFound(r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+	if deleteErr != nil {
+		log.FromContext(ctx).Error(deleteErr, "Failed to delete the recycler pod", "pod", key)
+	}
+	switch {
+	case podErr != nil:
+		return r.failRecycle(ctx, v, fmt.Errorf("failed to recycle volume: %s", podErr))
+	case deleteErr != nil:
+		return r.failRecycle(ctx, v, fmt.Errorf("failed to delete recycler pod: %s", deleteErr))
+	}
+	log.FromContext(ctx).V(2).Info("Volume recycled")
+	r.Recorder.Eventf(v, nil, corev1.EventTypeNormal, ReasonVolumeRecycled, "Recycling", "Volume recycled")
+	return r.unbind(ctx, v, unbound(v))
+}
+
+// failRecycle marks the volume Failed with upstream's VolumeFailedRecycle (the Event only
+// when it becomes Failed); the next sync recycles it again.
+func (r *volumeReconciler) failRecycle(ctx context.Context, v *corev1.PersistentVolume, err error) error {
+	return r.fail(ctx, v, failed(ReasonVolumeFailedRecycle, fmt.Sprintf("Recycle failed: %s", err)))
 }

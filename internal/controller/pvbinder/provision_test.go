@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
 )
 
 func TestProvisionerFor(t *testing.T) {
@@ -89,74 +87,5 @@ func TestDeletionFinalizers(t *testing.T) {
 		if !reflect.DeepEqual(got, tt.want) || changed != tt.changed {
 			t.Errorf("%s: got %v %v, want %v %v", tt.name, got, changed, tt.want, tt.changed)
 		}
-	}
-}
-
-func TestDeleter(t *testing.T) {
-	withAnn := func(v *corev1.PersistentVolume, k, val string) *corev1.PersistentVolume {
-		v.Annotations = map[string]string{k: val}
-		return v
-	}
-	csi := pv("csi", "1Gi")
-	csi.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}
-	host := pv("host", "1Gi")
-	host.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/tmp/x"}
-	nfs := pv("nfs", "1Gi")
-	nfs.Spec.NFS = &corev1.NFSVolumeSource{Server: "s", Path: "/"}
-	tests := []struct {
-		name string
-		v    *corev1.PersistentVolume
-		want string
-		err  string
-	}{
-		{"external provisioner", withAnn(pv("a", "1Gi"), AnnDynamicallyProvisioned, "csi.example.com"), "", ""},
-		{"in-tree provisioner without plugin", withAnn(pv("b", "1Gi"), AnnDynamicallyProvisioned, "kubernetes.io/gce-pd"), "", "no deletable volume plugin matched"},
-		{"migrated", withAnn(pv("c", "1Gi"), AnnMigratedTo, "pd.csi.storage.gke.io"), "", ""},
-		{"csi", csi, "", ""},
-		{"hostPath", host, hostPathPlugin, ""},
-		{"nfs", nfs, "", `error getting deleter volume plugin for volume "nfs": no deletable volume plugin matched`},
-	}
-	for _, tt := range tests {
-		got, err := deleter(tt.v)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
-		}
-		if got != tt.want || gotErr != tt.err {
-			t.Errorf("%s: got %q, %q; want %q, %q", tt.name, got, gotErr, tt.want, tt.err)
-		}
-	}
-}
-
-func TestClaimStatus(t *testing.T) {
-	v := pv("v", "10Gi", modes(rwo, rox))
-	v.Spec.VolumeAttributesClassName = ptr.To("gold")
-	pending := pvc("1Gi")
-	pending.Status.Phase = corev1.ClaimPending
-
-	s, err := claimStatus(pending, corev1.ClaimBound, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Phase != corev1.ClaimBound || !reflect.DeepEqual(s.AccessModes, v.Spec.AccessModes) ||
-		!s.Capacity.Storage().Equal(resource.MustParse("10Gi")) || ptr.Deref(s.CurrentVolumeAttributesClassName, "") != "gold" {
-		t.Errorf("Pending to Bound: got %+v", s)
-	}
-
-	bound := pending.DeepCopy()
-	bound.Status = s
-	bound.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")}
-	if s, _ = claimStatus(bound, corev1.ClaimBound, v); !s.Capacity.Storage().Equal(resource.MustParse("8Gi")) {
-		t.Errorf("a Bound claim keeps its capacity, got %v", s.Capacity.Storage())
-	}
-
-	resizing := v.DeepCopy()
-	resizing.Annotations = map[string]string{AnnPreResizeCapacity: "5Gi"}
-	if s, _ = claimStatus(pending, corev1.ClaimBound, resizing); !s.Capacity.Storage().Equal(resource.MustParse("5Gi")) {
-		t.Errorf("pre-resize capacity: got %v", s.Capacity.Storage())
-	}
-
-	if s, _ = claimStatus(bound, corev1.ClaimLost, nil); s.Phase != corev1.ClaimLost || s.AccessModes != nil || s.Capacity != nil || s.CurrentVolumeAttributesClassName != nil {
-		t.Errorf("Lost clears what came from the volume: got %+v", s)
 	}
 }
