@@ -5,12 +5,39 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // Sample reads one series from the registry kcm's /metrics serves: a counter's or gauge's
 // value, a histogram's sample count; labels must match exactly (nil: none). 0 when absent.
 func Sample(name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	m := series(name, labels)
+	switch {
+	case m == nil:
+		return 0
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetHistogram() != nil:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return 0
+}
+
+// Histogram reads one histogram series from the registry kcm's /metrics serves, labels
+// matching exactly (nil: none): its sample count and sum, and its buckets for a spec that
+// checks upstream's. nil when absent (a histogram vector has no series before its first
+// observation).
+func Histogram(name string, labels map[string]string) *dto.Histogram {
+	GinkgoHelper()
+	return series(name, labels).GetHistogram()
+}
+
+// series finds the family's series whose labels are exactly labels; nil when absent.
+func series(name string, labels map[string]string) *dto.Metric {
 	GinkgoHelper()
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	Expect(err).NotTo(HaveOccurred())
@@ -28,17 +55,10 @@ func Sample(name string, labels map[string]string) float64 {
 					continue series
 				}
 			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
+			return m
 		}
 	}
-	return 0
+	return nil
 }
 
 // LabelNames are the sorted label names of the family's first series (nil: no series).
