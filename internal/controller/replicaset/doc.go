@@ -15,7 +15,8 @@
 //   - manageReplicas (reconciler.go) turns the difference between spec.replicas and the
 //     active pods into at most BurstReplicas creations (pod.CreateExpected, slow start) or
 //     deletions, all at once. Which pods go is podsToDelete's (replicas.go): pod.DeleteFirst,
-//     ranking a pod higher the more of its owner's siblings' pods share its node.
+//     with a pod whose node runs more pods of the owner's controller (a Deployment's
+//     ReplicaSets) going first.
 //   - The status is calculateStatus's (replicas.go), a pure function of the pods, the
 //     outcome of manageReplicas (the ReplicaFailure condition, FailedCreate or FailedDelete)
 //     and the time; updateStatus writes it only when it changed.
