@@ -2,16 +2,17 @@ package podautoscaler
 
 import (
 	"fmt"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// setCondition sets (or adds) the condition of the type; its transition time moves only when
-// the status changes, as upstream's setConditionInList.
-func setCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, t autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason, format string, args ...any) {
-	hpa.Status.Conditions = setConditionInList(hpa.Status.Conditions, t, status, reason, metav1.Now(), format, args...)
+// setCondition sets (or adds) the condition of the type in st; its transition time moves to
+// now only when the status changes, as upstream's setConditionInList.
+func setCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, now time.Time, t autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason, format string, args ...any) {
+	st.Conditions = setConditionInList(st.Conditions, t, status, reason, metav1.NewTime(now), format, args...)
 }
 
 func setConditionInList(list []autoscalingv2.HorizontalPodAutoscalerCondition, t autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason string, now metav1.Time, format string, args ...any) []autoscalingv2.HorizontalPodAutoscalerCondition {
@@ -31,20 +32,20 @@ func setConditionInList(list []autoscalingv2.HorizontalPodAutoscalerCondition, t
 	return list
 }
 
-// removeCondition drops the condition of the type.
-func removeCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, t autoscalingv2.HorizontalPodAutoscalerConditionType) {
-	kept := hpa.Status.Conditions[:0]
-	for _, c := range hpa.Status.Conditions {
+// removeCondition drops the condition of the type from st.
+func removeCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, t autoscalingv2.HorizontalPodAutoscalerConditionType) {
+	kept := st.Conditions[:0]
+	for _, c := range st.Conditions {
 		if c.Type != t {
 			kept = append(kept, c)
 		}
 	}
-	hpa.Status.Conditions = kept
+	st.Conditions = kept
 }
 
-// conditionTrue reports whether the HPA's condition of the type is True.
-func conditionTrue(hpa *autoscalingv2.HorizontalPodAutoscaler, t autoscalingv2.HorizontalPodAutoscalerConditionType) bool {
-	for _, c := range hpa.Status.Conditions {
+// conditionTrue reports whether st's condition of the type is True.
+func conditionTrue(st *autoscalingv2.HorizontalPodAutoscalerStatus, t autoscalingv2.HorizontalPodAutoscalerConditionType) bool {
+	for _, c := range st.Conditions {
 		if c.Type == t {
 			return c.Status == corev1.ConditionTrue
 		}

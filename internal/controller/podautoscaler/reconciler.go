@@ -157,170 +157,111 @@ func (r *Reconciler) history(key types.NamespacedName) *history {
 	return h
 }
 
+// keepHistory stores the HPA's history as a sync's decision left it.
+func (r *Reconciler) keepHistory(key types.NamespacedName, h *history) {
+	r.mu.Lock()
+	r.histories[key] = h
+	r.mu.Unlock()
+}
+
 // reconcileAutoscaler is one sync of hpa (a copy of the cached one): observe the target's
-// scale, propose from the metrics, normalize, write /scale, then status. It returns the
-// action taken for upstream's metrics.
-func (r *Reconciler) reconcileAutoscaler(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (action string, retErr error) {
+// scale and the metrics, decide (decide.go), write /scale, then write the status once,
+// whatever happened. It returns the action taken for upstream's metrics.
+func (r *Reconciler) reconcileAutoscaler(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (string, error) {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(hpa)
-	original := hpa.Status.DeepCopy()
 	ref := hpa.Spec.ScaleTargetRef
 	reference := fmt.Sprintf("%s/%s/%s", ref.Kind, hpa.Namespace, ref.Name)
+	in := syncInput{Spec: &hpa.Spec, Status: &hpa.Status, ScaleToZero: r.ScaleToZero, Window: r.DownscaleStabilization}
+	if r.Generation {
+		g := hpa.Generation
+		in.Generation = &g
+	}
 
-	// Observe: the target's scale.
-	sc, targetGR, getErr, err := r.getScale(ctx, hpa, reference)
+	// Observe: the target's scale, then the metrics unless its count alone decides.
+	sc, targetGR, err := r.getScale(ctx, hpa, reference)
+	in.Now = r.Clock.Now()
 	if err != nil {
-		r.event(hpa, corev1.EventTypeWarning, "FailedGetScale", getErr.Error())
-		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedGetScale", "the HPA controller was unable to get the target's current scale: %v", getErr)
-		if err := r.updateStatusIfNeeded(ctx, original, hpa); err != nil {
-			logger.Error(err, "Updating status")
+		in.ScaleErr = err
+		r.event(hpa, corev1.EventTypeWarning, "FailedGetScale", scaleCause(err).Error())
+	} else {
+		in.Current, in.History = sc.Spec.Replicas, r.history(key)
+		if byCount(in).Metrics {
+			p, err := r.computeReplicasForMetrics(ctx, hpa, sc)
+			in.Proposal, in.MetricsErr = &p, err
 		}
-		return actionNone, err
 	}
-	setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the HPA controller was able to get the target's current scale")
-	now := r.Clock.Now()
-	current := sc.Spec.Replicas
-	h := r.history(key)
-	h.recordInitial(current, now)
 
-	minReplicas := int32(1)
-	if hpa.Spec.MinReplicas != nil {
-		minReplicas = *hpa.Spec.MinReplicas
-	}
-	hasObjectOrExternal := hasObjectOrExternalMetrics(hpa)
-	scaledToZero := r.ScaleToZero && conditionTrue(hpa, autoscalingv2.ScaledToZero)
-
-	// Compare: the count the metrics ask for, or the bound the current count is outside.
-	var (
-		desired  int32
-		reason   string
-		statuses []autoscalingv2.MetricStatus
-		rescale  = true
-		compute  = true
-	)
-	switch {
-	case current == 0:
-		// A target at zero is left alone (scaling is disabled), unless the HPA scaled it
-		// there itself and can scale it back (HPAScaleToZero).
-		if !(minReplicas != 0 && scaledToZero) && !(scaledToZero && hasObjectOrExternal) {
-			compute, rescale = false, false
-			setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
-			if !r.ScaleToZero {
-				removeCondition(hpa, autoscalingv2.ScaledToZero)
-			}
-		}
-	case current > hpa.Spec.MaxReplicas:
-		reason, desired, compute = "Current number of replicas above Spec.MaxReplicas", hpa.Spec.MaxReplicas, false
-	case current < minReplicas:
-		reason, desired, compute = "Current number of replicas below Spec.MinReplicas", minReplicas, false
-	}
-	if compute {
-		p, err := r.computeReplicasForMetrics(ctx, hpa, sc)
-		statuses = p.Statuses
-		if err != nil && p.Replicas == -1 {
-			r.setStatus(hpa, current, hpa.Status.DesiredReplicas, statuses, false)
-			if err := r.updateStatusIfNeeded(ctx, original, hpa); err != nil {
-				logger.Error(err, "Updating status")
-			}
-			r.event(hpa, corev1.EventTypeWarning, "FailedComputeMetricsReplicas", err.Error())
-			return actionNone, fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", reference, err)
-		}
-		// Some metrics failed but the others scale up: scale, and report the failure.
-		retErr = err
-		logger.V(4).Info("Proposing desired replicas", "desiredReplicas", p.Replicas, "metric", p.Metric,
-			"tolerances", r.tolerances(hpa), "timestamp", p.Timestamp, "scaleTarget", reference)
-		rescaleMetric := ""
-		if p.Replicas > desired {
-			desired, rescaleMetric = p.Replicas, p.Metric
-		}
-		if desired > current {
-			reason = fmt.Sprintf("%s above target", rescaleMetric)
-		}
-		if desired < current {
-			reason = "All metrics below target"
-		}
-		lim := limits{Current: current, Min: minReplicas, Max: hpa.Spec.MaxReplicas}
-		var n normalized
-		if hpa.Spec.Behavior == nil {
-			n = normalize(h, lim, desired, r.DownscaleStabilization, now)
-		} else {
-			n = normalizeWithBehavior(h, lim, desired, withDefaultWindow(hpa.Spec.Behavior, r.DownscaleStabilization), now)
-		}
-		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, n.AbleReason, "%s", n.AbleMessage)
-		limited := corev1.ConditionFalse
-		if n.Limited {
-			limited = corev1.ConditionTrue
-		}
-		setCondition(hpa, autoscalingv2.ScalingLimited, limited, n.LimitedReason, "%s", n.LimitedMessage)
-		desired = n.Replicas
-		// Scaling from zero with minReplicas raised meanwhile goes at least to minReplicas.
-		if current == 0 && minReplicas != 0 && scaledToZero && desired < minReplicas {
-			desired = minReplicas
-			if reason == "" {
-				reason = "Current number of replicas below Spec.MinReplicas"
-			}
-		}
-		rescale = desired != current
+	// Compare: the count, the conditions and the status.
+	p := decide(in)
+	if in.Proposal != nil && !p.MetricsFailed {
+		logger.V(4).Info("Proposing desired replicas", "desiredReplicas", in.Proposal.Replicas, "metric", in.Proposal.Metric,
+			"tolerances", r.tolerances(hpa), "timestamp", in.Proposal.Timestamp, "scaleTarget", reference)
 	}
 
 	// Act: write /scale.
-	action = actionNone
-	if rescale {
-		if err := r.writeScale(ctx, hpa, sc, targetGR, desired); err != nil {
-			r.event(hpa, corev1.EventTypeWarning, "FailedRescale", fmt.Sprintf("New size: %d; reason: %s; error: %v", desired, reason, err.Error()))
-			setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", "the HPA controller was unable to update the target scale: %v", err)
-			r.setStatus(hpa, current, hpa.Status.DesiredReplicas, statuses, false)
-			if err := r.updateStatusIfNeeded(ctx, original, hpa); err != nil {
-				logger.Error(err, "Updating status")
-			}
-			return actionNone, fmt.Errorf("failed to rescale %s: %w", reference, err)
+	action, failed := actionNone, error(nil)
+	switch {
+	case in.ScaleErr != nil:
+		failed = in.ScaleErr
+	case p.MetricsFailed:
+		failed = fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", reference, in.MetricsErr)
+	case p.Rescale:
+		err := r.rescale(ctx, hpa, sc, targetGR, in.Current, p)
+		p = rescaled(in, p, err, r.Clock.Now())
+		if err != nil {
+			failed = fmt.Errorf("failed to rescale %s: %w", reference, err)
+		} else {
+			action = actionFor(p.Desired, in.Current)
 		}
-		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", "the HPA controller was able to update the target scale to %d", desired)
-		r.event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", fmt.Sprintf("New size: %d; reason: %s", desired, reason))
-		h.recordScale(hpa.Spec.Behavior, current, desired, r.Clock.Now())
-		logger.Info("Successfully rescaled", "currentReplicas", current, "desiredReplicas", desired, "reason", reason)
-		// ScaledToZero is set on every rescale, so that it is never stale.
-		switch {
-		case !r.ScaleToZero:
-			removeCondition(hpa, autoscalingv2.ScaledToZero)
-		case current > 0 && desired == 0 && minReplicas == 0 && hasObjectOrExternal:
-			setCondition(hpa, autoscalingv2.ScaledToZero, corev1.ConditionTrue, "ScaledToZero", "the HPA controller scaled the workload to zero")
-		default:
-			setCondition(hpa, autoscalingv2.ScaledToZero, corev1.ConditionFalse, "NotScaledToZero", "the HPA controller did not scale the workload to zero")
-		}
-		action = actionFor(desired, current)
-	} else {
-		logger.V(4).Info("Decided not to scale", "scaleTarget", reference, "desiredReplicas", desired, "lastScaleTime", hpa.Status.LastScaleTime)
-		desired = current
+	default:
+		logger.V(4).Info("Decided not to scale", "scaleTarget", reference, "desiredReplicas", p.Desired, "lastScaleTime", hpa.Status.LastScaleTime)
+	}
+	if p.History != nil {
+		r.keepHistory(key, p.History)
 	}
 
-	// Status.
-	r.setStatus(hpa, current, desired, statuses, rescale)
-	desiredReplicasCount.WithLabelValues(hpa.Namespace, hpa.Name).Set(float64(desired))
-	if err := r.updateStatusIfNeeded(ctx, original, hpa); err != nil {
-		return action, err
+	// Status: written once. A failed sync logs a failed write and returns its own error.
+	if failed == nil {
+		desiredReplicasCount.WithLabelValues(hpa.Namespace, hpa.Name).Set(float64(p.Status.DesiredReplicas))
 	}
-	return action, retErr
+	original := hpa.Status
+	hpa.Status = p.Status
+	statusErr := r.updateStatusIfNeeded(ctx, &original, hpa)
+	if failed != nil {
+		if statusErr != nil {
+			logger.Error(statusErr, "Updating status")
+		}
+		if p.MetricsFailed {
+			r.event(hpa, corev1.EventTypeWarning, "FailedComputeMetricsReplicas", in.MetricsErr.Error())
+		}
+		return actionNone, failed
+	}
+	if statusErr != nil {
+		return action, statusErr
+	}
+	// Some metrics failed but the others scaled: the sync reports the failure.
+	return action, in.MetricsErr
 }
 
-// getScale reads the target's /scale through each of its kind's resources in turn. On
-// failure it returns the error to report (getErr) and the one to return.
-func (r *Reconciler) getScale(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, reference string) (*autoscalingv1.Scale, schema.GroupResource, error, error) {
+// getScale reads the target's /scale through each of its kind's resources in turn. Its
+// error is a *scaleError: the cause to report and the error to return.
+func (r *Reconciler) getScale(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, reference string) (*autoscalingv1.Scale, schema.GroupResource, error) {
 	ref := hpa.Spec.ScaleTargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, schema.GroupResource{}, err, fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)
+		return nil, schema.GroupResource{}, &scaleError{Cause: err, err: fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)}
 	}
 	mappings, err := r.Mapper.RESTMappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
 	if err != nil {
-		return nil, schema.GroupResource{}, err, fmt.Errorf("unable to determine resource for scale target reference: %w", err)
+		return nil, schema.GroupResource{}, &scaleError{Cause: err, err: fmt.Errorf("unable to determine resource for scale target reference: %w", err)}
 	}
 	var firstErr error
 	for i, m := range mappings {
 		gr := m.Resource.GroupResource()
 		sc, err := r.Scales.Scales(hpa.Namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{})
 		if err == nil {
-			return sc, gr, nil, nil
+			return sc, gr, nil
 		}
 		if i == 0 {
 			firstErr = err
@@ -329,7 +270,19 @@ func (r *Reconciler) getScale(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if firstErr == nil {
 		firstErr = errors.New("unrecognized resource")
 	}
-	return nil, schema.GroupResource{}, firstErr, fmt.Errorf("failed to query scale subresource for %s: %w", reference, firstErr)
+	return nil, schema.GroupResource{}, &scaleError{Cause: firstErr, err: fmt.Errorf("failed to query scale subresource for %s: %w", reference, firstErr)}
+}
+
+// rescale writes the plan's count to /scale and reports it: an Event either way, a log line
+// on success.
+func (r *Reconciler) rescale(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, sc *autoscalingv1.Scale, gr schema.GroupResource, current int32, p plan) error {
+	if err := r.writeScale(ctx, hpa, sc, gr, p.Desired); err != nil {
+		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", fmt.Sprintf("New size: %d; reason: %s; error: %v", p.Desired, p.Reason, err.Error()))
+		return err
+	}
+	r.event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", fmt.Sprintf("New size: %d; reason: %s", p.Desired, p.Reason))
+	log.FromContext(ctx).Info("Successfully rescaled", "currentReplicas", current, "desiredReplicas", p.Desired, "reason", p.Reason)
+	return nil
 }
 
 // writeScale updates the target's /scale to replicas, re-reading it after a conflict.
@@ -348,26 +301,6 @@ func (r *Reconciler) writeScale(ctx context.Context, hpa *autoscalingv2.Horizont
 		}
 		return err
 	})
-}
-
-// setStatus rebuilds the status from this sync, keeping the conditions and the last scale
-// time (now, when rescaled).
-func (r *Reconciler) setStatus(hpa *autoscalingv2.HorizontalPodAutoscaler, current, desired int32, statuses []autoscalingv2.MetricStatus, rescaled bool) {
-	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{
-		CurrentReplicas: current,
-		DesiredReplicas: desired,
-		LastScaleTime:   hpa.Status.LastScaleTime,
-		CurrentMetrics:  statuses,
-		Conditions:      hpa.Status.Conditions,
-	}
-	if r.Generation {
-		g := hpa.Generation
-		hpa.Status.ObservedGeneration = &g
-	}
-	if rescaled {
-		t := metav1.NewTime(r.Clock.Now())
-		hpa.Status.LastScaleTime = &t
-	}
 }
 
 // updateStatusIfNeeded writes the status when this sync changed it. The write carries the
@@ -389,16 +322,6 @@ func (r *Reconciler) updateStatusIfNeeded(ctx context.Context, original *autosca
 // event writes an Event about the HPA.
 func (r *Reconciler) event(hpa *autoscalingv2.HorizontalPodAutoscaler, eventType, reason, note string) {
 	r.Recorder.Eventf(hpa, nil, eventType, reason, reason, "%s", note)
-}
-
-// hasObjectOrExternalMetrics: only these metrics can scale a target up from zero.
-func hasObjectOrExternalMetrics(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
-	for _, m := range hpa.Spec.Metrics {
-		if m.Type == autoscalingv2.ObjectMetricSourceType || m.Type == autoscalingv2.ExternalMetricSourceType {
-			return true
-		}
-	}
-	return false
 }
 
 // prepare builds the Reconciler's own state from its injected dependencies.

@@ -25,22 +25,30 @@ import (
 var errSpec = errors.New("")
 
 // proposal is the metrics' outcome: the count (-1: none could be computed), the metric that
-// gave it, and the status of every metric.
+// gave it, the status of every metric, and the ScalingActive condition that reports it (nil:
+// none, the HPA's condition is left as it is).
 type proposal struct {
 	Replicas  int32
 	Metric    string
 	Statuses  []autoscalingv2.MetricStatus
 	Timestamp time.Time
+	Active    *autoscalingv2.HorizontalPodAutoscalerCondition
+}
+
+// condition is a condition to set, its transition time left to setCondition.
+func condition(t autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason, format string, args ...any) *autoscalingv2.HorizontalPodAutoscalerCondition {
+	return &autoscalingv2.HorizontalPodAutoscalerCondition{Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // computeReplicasForMetrics proposes the highest count of the metrics that could be
 // computed. With some metrics failing it still proposes when that scales up (returning the
 // first failure too); when all fail, or when it would scale down, it proposes nothing (-1)
-// and ScalingActive says why, from the first failure.
+// and ScalingActive says why, from the first failure. The failures' Events are written here,
+// the condition is only returned.
 func (r *Reconciler) computeReplicasForMetrics(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, scale *autoscalingv1.Scale) (proposal, error) {
-	selector, err := r.validateSelector(ctx, hpa, scale.Status.Selector)
+	selector, active, err := r.validateSelector(ctx, hpa, scale.Status.Selector)
 	if err != nil {
-		return proposal{Replicas: -1}, err
+		return proposal{Replicas: -1, Active: active}, err
 	}
 	specs := hpa.Spec.Metrics
 	p := proposal{Statuses: make([]autoscalingv2.MetricStatus, len(specs))}
@@ -64,44 +72,41 @@ func (r *Reconciler) computeReplicasForMetrics(ctx context.Context, hpa *autosca
 		firstErr = fmt.Errorf("invalid metrics (%v invalid out of %v), first error is: %w", invalid, len(specs), firstErr)
 	}
 	if invalid >= len(specs) || (invalid > 0 && p.Replicas < scale.Spec.Replicas) {
-		setCondition(hpa, firstCondition.Type, firstCondition.Status, firstCondition.Reason, "%s", firstCondition.Message)
-		return proposal{Replicas: -1, Statuses: p.Statuses}, firstErr
+		return proposal{Replicas: -1, Statuses: p.Statuses, Active: &firstCondition}, firstErr
 	}
-	setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", "the HPA was able to successfully calculate a replica count from %s", p.Metric)
+	p.Active = condition(autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", "the HPA was able to successfully calculate a replica count from %s", p.Metric)
 	return p, firstErr
 }
 
 // validateSelector parses the target's selector and refuses it when it is missing, invalid,
-// or when another HPA selects some of the same pods.
-func (r *Reconciler) validateSelector(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector string) (labels.Selector, error) {
+// or when another HPA selects some of the same pods; a refusal comes with the ScalingActive
+// condition that reports it (nil when the failure is not the selector's).
+func (r *Reconciler) validateSelector(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector string) (labels.Selector, *autoscalingv2.HorizontalPodAutoscalerCondition, error) {
 	if selector == "" {
 		msg := "selector is required"
 		r.event(hpa, corev1.EventTypeWarning, "SelectorRequired", msg)
-		setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "the HPA target's scale is missing a selector")
-		return nil, errors.New(msg)
+		return nil, condition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "the HPA target's scale is missing a selector"), errors.New(msg)
 	}
 	parsed, err := labels.Parse(selector)
 	if err != nil {
 		msg := fmt.Sprintf("couldn't convert selector into a corresponding internal selector object: %v", err)
 		r.event(hpa, corev1.EventTypeWarning, "InvalidSelector", msg)
-		setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "%s", msg)
-		return nil, errors.New(msg)
+		return nil, condition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "%s", msg), errors.New(msg)
 	}
 	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
 	if !r.selectors.Update(key, parsed) {
-		return nil, fmt.Errorf("HPA %s/%s was deleted during reconciliation", hpa.Namespace, hpa.Name)
+		return nil, nil, fmt.Errorf("HPA %s/%s was deleted during reconciliation", hpa.Namespace, hpa.Name)
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(hpa.Namespace), client.MatchingLabelsSelector{Selector: parsed}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if selecting := r.selectors.Selecting(hpa.Namespace, pods.Items, 2); len(selecting) > 1 {
 		msg := fmt.Sprintf("pods by selector %v are controlled by more than one HPA (e.g. %v)", selector, selecting)
 		r.event(hpa, corev1.EventTypeWarning, "AmbiguousSelector", msg)
-		setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "AmbiguousSelector", "%s", msg)
-		return nil, errors.New(msg)
+		return nil, condition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "AmbiguousSelector", "%s", msg), errors.New(msg)
 	}
-	return parsed, nil
+	return parsed, nil, nil
 }
 
 // computeReplicasForMetric proposes a count for one metric and fills its status; on failure
