@@ -11,6 +11,7 @@ import (
 
 	"github.com/kcm/kcm/internal/controller/pvcprotection"
 	"github.com/kcm/kcm/internal/setup"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("persistentvolumeclaim-protection-controller under interleavings", func() {
@@ -47,7 +48,7 @@ var _ = Describe("persistentvolumeclaim-protection-controller under interleaving
 		expectUnused(ctx, pvc, corev1.ConditionFalse, "PodUsingPVC", "A pod is currently referencing this PVC")
 
 		By("the pod failing: the sync reads the claim still Unused, as it was before its last write")
-		setPhase(ctx, p, corev1.PodFailed)
+		env.SetPodStatus(ctx, p, testenv.Phase(corev1.PodFailed, ""))
 		expectUnused(ctx, pvc, corev1.ConditionTrue, "NoPodsUsingPVC", "No pods are currently referencing this PVC")
 		Expect(stale.served()).To(BeNumerically(">=", 2), "the frozen claim was not read by both syncs")
 	})
