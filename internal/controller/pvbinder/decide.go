@@ -493,3 +493,27 @@ func unbound(v *corev1.PersistentVolume) *corev1.PersistentVolume {
 	}
 	return u
 }
+
+// recycleStart is how a recycle not yet started begins: not at all while running pods use
+// the volume (Used reports them), Failed when the volume's source has no recycler plugin,
+// else with the recycler Pod.
+type recycleStart struct {
+	Used *notice
+	Fail *failure
+	Pod  *corev1.Pod
+}
+
+// decideRecycle starts the recycle of a released volume, as the API server has it, given
+// the running pods (namespace/name) that use the claim it names and whether a claim of that
+// name exists (then it is a new claim, bound elsewhere, and its pods do not use this
+// volume).
+func decideRecycle(v *corev1.PersistentVolume, pods []string, claimExists bool, rs *Recyclers) recycleStart {
+	if len(pods) > 0 && !claimExists {
+		n := normal(ReasonVolumeFailedRecycle, "Recycling", "Volume is used by pods: %s", strings.Join(pods, ","))
+		return recycleStart{Used: &n}
+	}
+	if pod := rs.recyclerPod(v); pod != nil {
+		return recycleStart{Pod: pod}
+	}
+	return recycleStart{Fail: failed(ReasonVolumeFailedRecycle, "No recycler plugin found for the volume!")}
+}

@@ -363,3 +363,40 @@ func TestDecideVolume(t *testing.T) {
 		})
 	}
 }
+
+func TestDecideRecycle(t *testing.T) {
+	rs := &Recyclers{NFS: Recycler{Template: DefaultRecyclerPodTemplate()}, HostPath: Recycler{Template: DefaultRecyclerPodTemplate()}}
+	nfs := pv("v", "1Gi", func(v *corev1.PersistentVolume) { v.Spec.NFS = &corev1.NFSVolumeSource{Server: "s", Path: "/"} })
+	csi := pv("v", "1Gi", func(v *corev1.PersistentVolume) {
+		v.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}
+	})
+	tests := []struct {
+		name        string
+		v           *corev1.PersistentVolume
+		pods        []string
+		claimExists bool
+		want        string
+	}{
+		{"unused: the recycler pod", nfs, nil, false, "pod recycler-for-v"},
+		{"used by running pods of the gone claim: reported, not started", nfs, []string{"ns/a", "ns/b"}, false,
+			"used Normal VolumeFailedRecycle: Volume is used by pods: ns/a,ns/b;"},
+		{"pods of a new claim of that name do not use it", nfs, []string{"ns/a"}, true, "pod recycler-for-v"},
+		{"no recycler plugin: Failed", csi, nil, false,
+			`fail "No recycler plugin found for the volume!" Warning VolumeFailedRecycle: No recycler plugin found for the volume!;`},
+	}
+	for _, tt := range tests {
+		s := decideRecycle(tt.v, tt.pods, tt.claimExists, rs)
+		got := ""
+		switch {
+		case s.Used != nil:
+			got = "used " + notes([]notice{*s.Used})
+		case s.Fail != nil:
+			got = fmt.Sprintf("fail %q %s", s.Fail.Message, notes([]notice{s.Fail.Event}))
+		case s.Pod != nil:
+			got = "pod " + s.Pod.Name
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

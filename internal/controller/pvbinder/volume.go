@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -233,21 +232,20 @@ func (r *volumeReconciler) recycle(ctx context.Context, v *corev1.PersistentVolu
 		log.FromContext(ctx).V(3).Info("Volume no longer needs recycling, skipping", "err", err)
 		return nil
 	}
-	pods, claimCached, err := r.podsUsing(ctx, live)
+	pods, claimExists, err := r.podsUsing(ctx, live)
 	if err != nil {
 		log.FromContext(ctx).V(3).Info("Can't recycle volume", "err", err)
 		return nil
 	}
-	if len(pods) > 0 && !claimCached {
-		r.Recorder.Eventf(live, nil, corev1.EventTypeNormal, ReasonVolumeFailedRecycle, "Recycling",
-			"Volume is used by pods: %s", strings.Join(pods, ","))
+	start := decideRecycle(live, pods, claimExists, r.Recyclers)
+	switch {
+	case start.Used != nil:
+		r.record(live, *start.Used)
 		return nil
+	case start.Fail != nil:
+		return r.fail(ctx, live, start.Fail)
 	}
-	pod := r.Recyclers.recyclerPod(live)
-	if pod == nil {
-		return r.fail(ctx, live, failed(ReasonVolumeFailedRecycle, "No recycler plugin found for the volume!"))
-	}
-	return r.startRecycler(ctx, live, pod)
+	return r.startRecycler(ctx, live, start.Pod)
 }
 
 // released is upstream's isVolumeReleased: the volume names a claim (by UID) that is gone,
@@ -333,7 +331,7 @@ func (r *volumeReconciler) forwardRecyclerEvents(ctx context.Context, v *corev1.
 				return
 			}
 			if ev, isEvent := e.Object.(*corev1.Event); isEvent && e.Type == watch.Added {
-				r.Recorder.Eventf(v, nil, ev.Type, ReasonRecyclerPod, "Recycling", "Recycler pod: %s", ev.Message)
+				r.record(v, notice{Type: ev.Type, Reason: ReasonRecyclerPod, Action: "Recycling", Format: "Recycler pod: %s", Args: []any{ev.Message}})
 			}
 		}
 	}
@@ -374,7 +372,7 @@ func (r *volumeReconciler) watchRecycler(ctx context.Context, v *corev1.Persiste
 		return r.failRecycle(ctx, v, fmt.Errorf("failed to delete recycler pod: %s", deleteErr))
 	}
 	log.FromContext(ctx).V(2).Info("Volume recycled")
-	r.Recorder.Eventf(v, nil, corev1.EventTypeNormal, ReasonVolumeRecycled, "Recycling", "Volume recycled")
+	r.record(v, normal(ReasonVolumeRecycled, "Recycling", "Volume recycled"))
 	return r.unbind(ctx, v, unbound(v))
 }
 
