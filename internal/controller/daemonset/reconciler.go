@@ -50,17 +50,6 @@ const (
 	backoffGCInterval        = time.Minute
 )
 
-// The StaleControllerConsistencyDaemonSet guard, counted in
-// daemonset_controller_stale_sync_skips_total: a DaemonSet's sync waits for the cache to show
-// its own writes, the pods it created and its status.
-var (
-	podsResource       = staleness.Pods
-	daemonSetsResource = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
-	staleGuard         = staleness.ForOwner("daemonset_controller", "DaemonSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: daemonSetsResource, Object: &appsv1.DaemonSet{}})
-)
-
 // Reconciler keeps the pods of one DaemonSet in line with the nodes.
 type Reconciler struct {
 	Client client.Client
@@ -477,3 +466,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
+
+// The StaleControllerConsistencyDaemonSet guard, counted in
+// daemonset_controller_stale_sync_skips_total: a DaemonSet's sync waits for the cache to show
+// its own writes, the pods it created and its status.
+var (
+	podsResource       = staleness.Pods
+	daemonSetsResource = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
+	staleGuard         = staleness.ForOwner("daemonset_controller", "DaemonSet",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: daemonSetsResource, Object: &appsv1.DaemonSet{}})
+)

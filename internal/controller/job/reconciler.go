@@ -36,16 +36,6 @@ import (
 	"github.com/kcm/kcm/internal/staleness"
 )
 
-// The StaleControllerConsistencyJob guard, counted in job_controller_stale_sync_skips_total: a
-// Job's sync waits for the cache to show its own writes, the pods it created and its status.
-var (
-	podsResource = staleness.Pods
-	jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
-	staleGuard   = staleness.ForOwner("job_controller", "Job",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: jobsResource, Object: &batchv1.Job{}})
-)
-
 // Reconciler runs the pods of one Job and keeps its status.
 type Reconciler struct {
 	Client client.Client
@@ -538,3 +528,13 @@ func (r *Reconciler) init() {
 	r.finalizers = newFinalizerExpectations()
 	r.backoff = newBackoffStore()
 }
+
+// The StaleControllerConsistencyJob guard, counted in job_controller_stale_sync_skips_total: a
+// Job's sync waits for the cache to show its own writes, the pods it created and its status.
+var (
+	podsResource = staleness.Pods
+	jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
+	staleGuard   = staleness.ForOwner("job_controller", "Job",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: jobsResource, Object: &batchv1.Job{}})
+)

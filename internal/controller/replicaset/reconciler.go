@@ -32,18 +32,6 @@ import (
 	"github.com/kcm/kcm/internal/staleness"
 )
 
-// The StaleControllerConsistencyReplicaSet guard, counted in
-// replicaset_controller_stale_sync_skips_total: a ReplicaSet's sync waits for the cache to
-// show its own writes, the pods it created and its status (upstream has none for
-// ReplicationControllers).
-var (
-	podsResource        = staleness.Pods
-	replicaSetsResource = schema.GroupResource{Group: "apps", Resource: "replicasets"}
-	staleGuard          = staleness.ForOwner("replicaset_controller", "ReplicaSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: replicaSetsResource, Object: &appsv1.ReplicaSet{}})
-)
-
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
 type Reconciler struct {
 	Kind Kind
@@ -272,3 +260,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		WithOptions(controller.Options{NewQueue: newQueue[r.Kind.ControllerName], MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
+
+// The StaleControllerConsistencyReplicaSet guard, counted in
+// replicaset_controller_stale_sync_skips_total: a ReplicaSet's sync waits for the cache to
+// show its own writes, the pods it created and its status (upstream has none for
+// ReplicationControllers).
+var (
+	podsResource        = staleness.Pods
+	replicaSetsResource = schema.GroupResource{Group: "apps", Resource: "replicasets"}
+	staleGuard          = staleness.ForOwner("replicaset_controller", "ReplicaSet",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: replicaSetsResource, Object: &appsv1.ReplicaSet{}})
+)

@@ -40,19 +40,6 @@ import (
 // ControllerName is upstream's controller and client name.
 const ControllerName = "statefulset-controller"
 
-// The StaleControllerConsistencyStatefulSet guard, counted in
-// statefulset_controller_stale_sync_skips_total: a StatefulSet's sync waits for the cache to
-// show its own writes, the pods and claims it created or updated, and its status.
-var (
-	podsResource         = staleness.Pods
-	claimsResource       = schema.GroupResource{Resource: "persistentvolumeclaims"}
-	statefulSetsResource = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
-	staleGuard           = staleness.ForOwner("statefulset_controller", "StatefulSet",
-		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
-		staleness.Watched{Resource: claimsResource, Object: &corev1.PersistentVolumeClaim{}},
-		staleness.Watched{Resource: statefulSetsResource, Object: &appsv1.StatefulSet{}})
-)
-
 // Reconciler keeps the pods of one StatefulSet in line.
 type Reconciler struct {
 	Client client.Client
@@ -538,3 +525,16 @@ func (r *Reconciler) setsForOrphan(ctx context.Context, obj client.Object) []rec
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: set.Namespace, Name: set.Name}}}
 }
+
+// The StaleControllerConsistencyStatefulSet guard, counted in
+// statefulset_controller_stale_sync_skips_total: a StatefulSet's sync waits for the cache to
+// show its own writes, the pods and claims it created or updated, and its status.
+var (
+	podsResource         = staleness.Pods
+	claimsResource       = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	statefulSetsResource = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	staleGuard           = staleness.ForOwner("statefulset_controller", "StatefulSet",
+		staleness.Watched{Resource: podsResource, Object: &corev1.Pod{}},
+		staleness.Watched{Resource: claimsResource, Object: &corev1.PersistentVolumeClaim{}},
+		staleness.Watched{Resource: statefulSetsResource, Object: &appsv1.StatefulSet{}})
+)
