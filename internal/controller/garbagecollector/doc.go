@@ -20,10 +20,11 @@
 //     not yet seen. Every change goes through one function that returns what to do next
 //     (which items to try to delete or orphan, which invalid references to report), so the
 //     handlers only apply it, and it is tested without an API server.
-//   - Work. One typed controller whose requests are (operation, UID): attempt to delete an
-//     item, orphan an owner's dependents, or run the discovery pass. Requests the workers
-//     themselves produce (an owner's blocking dependents, the dependents of an object found
-//     gone) reach the queue through a channel source.
+//   - Work (work.go). One typed controller whose requests are (operation, UID): attempt to
+//     delete an item, orphan an owner's dependents, or run the discovery pass. Requests the
+//     workers themselves produce (an owner's blocking dependents, the dependents of an object
+//     found gone) reach the queue through a channel source. setup.go is only the Descriptor
+//     and the wiring; reconciler.go is the discovery pass and the workers' operations.
 //   - Decisions are taken on live reads, never on the cache alone: an item is read from the
 //     API server before it is deleted, and an owner counts as absent only when a GET in the
 //     dependent's namespace finds nothing or an object with another UID. What to do with an

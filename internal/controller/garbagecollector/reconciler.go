@@ -532,18 +532,6 @@ func (r *Reconciler) virtualDelete(ctx context.Context, id objectRef) {
 	r.report(ctx, eff.InvalidNamespace)
 }
 
-// enqueue hands requests for other items to the queue, through the controller's channel
-// source.
-func (r *Reconciler) enqueue(ctx context.Context, reqs ...request) {
-	for _, req := range reqs {
-		select {
-		case r.requests <- event.TypedGenericEvent[request]{Object: req}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // report records upstream's Event on dependents referencing an owner in another namespace.
 func (r *Reconciler) report(ctx context.Context, invalid []invalidOwnerRef) {
 	for _, i := range invalid {
