@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("endpointslice-controller", func() {
@@ -287,8 +289,8 @@ var _ = Describe("endpointslice-controller", func() {
 			g.Expect(eps).To(HaveLen(1))
 			g.Expect(eps).To(HaveKey("real"))
 		}).Should(Succeed())
-		expectEvent(ctx, ns, "ghost", corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
-			Equal(fmt.Sprintf("Error updating Endpoint Slices for Service %s/ghost: skipping Pod lost for Service %s/ghost: Node no-such-node Not Found", ns, ns)))
+		env.ExpectEvent(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost"}}, testenv.Event{Type: corev1.EventTypeWarning, Reason: "FailedToUpdateEndpointSlices",
+			Message: Equal(fmt.Sprintf("Error updating Endpoint Slices for Service %s/ghost: skipping Pod lost for Service %s/ghost: Node no-such-node Not Found", ns, ns)), ReportingController: "endpoint-slice-controller"})
 	})
 
 	It("hints ready endpoints for their zone (and node) as trafficDistribution asks, and drops hints when it goes", func(ctx SpecContext) {
@@ -345,8 +347,8 @@ var _ = Describe("endpointslice-controller", func() {
 			}
 			g.Expect(hinted).To(Equal(map[string]int{zoneA: 2, zoneB: 2}))
 		}).Should(Succeed())
-		expectEvent(ctx, ns, "auto", corev1.EventTypeNormal, "TopologyAwareHintsEnabled",
-			Equal("Topology Aware Hints has been enabled, addressType: IPv4"))
+		env.ExpectEvent(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "auto"}}, testenv.Event{Type: corev1.EventTypeNormal, Reason: "TopologyAwareHintsEnabled",
+			Message: Equal("Topology Aware Hints has been enabled, addressType: IPv4"), ReportingController: "endpoint-slice-controller"})
 
 		By("the annotation going: hints removed, with an Event")
 		svc.Annotations = nil
@@ -356,7 +358,7 @@ var _ = Describe("endpointslice-controller", func() {
 				g.Expect(ep.Hints).To(BeNil())
 			}
 		}).Should(Succeed())
-		expectEvent(ctx, ns, "auto", corev1.EventTypeWarning, "TopologyAwareHintsDisabled",
-			Equal("Topology Aware Hints has been disabled, addressType: IPv4"))
+		env.ExpectEvent(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "auto"}}, testenv.Event{Type: corev1.EventTypeWarning, Reason: "TopologyAwareHintsDisabled",
+			Message: Equal("Topology Aware Hints has been disabled, addressType: IPv4"), ReportingController: "endpoint-slice-controller"})
 	})
 })
