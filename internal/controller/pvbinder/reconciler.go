@@ -3,7 +3,11 @@
 // Available volume), hands claims with a StorageClass to their external provisioner, waits for
 // the scheduler with WaitForFirstConsumer classes, keeps the claim and volume phases, and
 // reclaims released volumes by their reclaim policy. Two reconcilers share the work, as
-// upstream's two queues: one for claims, one for volumes.
+// upstream's two queues: one for claims (claim.go), one for volumes (volume.go). Each
+// observes, asks a pure decision in decide.go for a plan (decideClaim, decideVolume, and
+// decideRecycle for a recycle about to start) and carries it out; a claim is written only
+// by writeClaim, a volume only by writeVolume. Matching is match.go, provisioners and
+// migration provision.go, recycler pods recycler.go.
 package pvbinder
 
 import (
