@@ -187,14 +187,19 @@ func (e *Env) CreatePod(ctx context.Context, p *corev1.Pod, status ...PodStatus)
 }
 
 // SetPodStatus plays the pod's kubelet: it reports status through the status subresource,
-// on the pod as the API server has it (read again on a conflict with a controller's write),
-// and leaves p as the API server stored it.
+// on the pod as the API server has it (p as it is when it carries the latest
+// resourceVersion, else read again, as on a conflict with a controller's write), and leaves
+// p as the API server stored it.
 func (e *Env) SetPodStatus(ctx context.Context, p *corev1.Pod, status ...PodStatus) {
 	GinkgoHelper()
+	read := p.ResourceVersion == ""
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
+		if read {
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
 		}
+		read = true
 		for _, s := range status {
 			s(&p.Status)
 		}
