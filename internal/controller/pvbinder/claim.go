@@ -102,6 +102,10 @@ func (r *claimReconciler) apply(ctx context.Context, claim *corev1.PersistentVol
 		if claim, err = r.writeClaim(ctx, claim, claimWrite{Edit: p.Migrate}); err != nil {
 			return fmt.Errorf("updating migration annotations of claim: %w", err)
 		}
+		if p.Bind != nil {
+			// The volume's claimRef names the claim as written: its new resourceVersion.
+			p.Bind = bind(p.Bind.Volume, claim)
+		}
 	}
 	r.record(claim, p.Events...)
 	switch {
