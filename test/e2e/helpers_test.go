@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -224,4 +225,65 @@ func restartKCMWith(ctx context.Context, args []string) {
 	// The stopped process released the Lease (an empty holder); each process has an identity of its own.
 	Eventually(ctx, func() string { return leaseHolder(ctx, lease) }).WithTimeout(time.Minute).
 		Should(And(Not(BeEmpty()), Not(Equal(old))), "the restarted kcm leads: %s", p.State())
+}
+
+// startKCM starts kcm with the command line of kubeadm's static pod; its log is kcm.log, which
+// every kcm process of the run appends to.
+func startKCM() *cluster.Process {
+	GinkgoHelper()
+	// kubeadm's port 10257 may be taken on this machine (another run, a real cluster).
+	p, err := local.StartProcess("kcm", kcmBinary, local.KubeadmArgs(fmt.Sprintf("--secure-port=%d", freePort()))...)
+	Expect(err).NotTo(HaveOccurred())
+	return p
+}
+
+// startKWOK starts a kwok process managing the nodes annotated kwok.x-k8s.io/node=<value>;
+// it stops when the spec ends.
+func startKWOK(name, value string) *cluster.Process {
+	GinkgoHelper()
+	p, err := local.StartProcess(name, kwokBinary, cluster.KWOKArgs(kubeconfig, local.StagesFile, value)...)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(p.Stop, 10*time.Second)
+	return p
+}
+
+// createNode creates a fake node for the kwok process that manages annotation value.
+func createNode(ctx context.Context, name, value string) {
+	GinkgoHelper()
+	Expect(cl.Create(ctx, cluster.NewNode(name, value))).To(Succeed())
+}
+
+// waitNodeSchedulable waits until the node is Ready and the not-ready taint the API server
+// put on it is gone (kcm's node-lifecycle-controller lifts it).
+func waitNodeSchedulable(ctx context.Context, name string) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		node := &corev1.Node{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+		g.Expect(cluster.Schedulable(node)).To(BeTrue(), "node %s Ready, without the not-ready taint: %v", name, node.Spec.Taints)
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "logs in %s", logDir)
+}
+
+// build builds a main package of this module into out.
+func build(out, pkg string) {
+	GinkgoHelper()
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	output, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build %s:\n%s", pkg, output)
+	GinkgoWriter.Printf("built %s in %s\n", pkg, time.Since(start).Round(time.Millisecond))
+}
+
+// envOr returns the environment variable's value, a path taken from the repository root when
+// relative, or def when unset.
+func envOr(key, def string) string {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(root, v)
+	}
+	return v
 }
