@@ -144,17 +144,13 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Stale.Clear(key)
 }
 
-// history is the HPA's recommendations and rescales; only the worker syncing the HPA
-// touches them.
+// history is the HPA's recommendations and rescales as its last sync left them (nil: none
+// yet). Decisions work on copies; only the worker syncing the HPA replaces them
+// (keepHistory).
 func (r *Reconciler) history(key types.NamespacedName) *history {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.histories[key]
-	if h == nil {
-		h = &history{}
-		r.histories[key] = h
-	}
-	return h
+	return r.histories[key]
 }
 
 // keepHistory stores the HPA's history as a sync's decision left it.
