@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -28,30 +29,30 @@ func TestRecorderWritesCoreEventsThroughTheCorrelator(t *testing.T) {
 		rec.Eventf(pod, nil, corev1.EventTypeNormal, fmt.Sprintf("Churn%d", i), "", "churn")
 	}
 
-	var events []corev1.Event
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		list, err := cs.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+	// The witness: an Event about another object, recorded last. The sink writes Events one
+	// at a time in the order they were recorded, so once it is written every Event about
+	// web-0 has been written or dropped.
+	witness := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "witness", Name: "last", UID: "u2"}}
+	rec.Eventf(witness, nil, corev1.EventTypeNormal, "Last", "", "recorded last")
+	g := NewWithT(t)
+	list := func(ns string) func() ([]corev1.Event, error) {
+		return func() ([]corev1.Event, error) {
+			l, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return l.Items, nil
 		}
-		events = list.Items
-		if len(events) >= 26 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	// The writes are asynchronous: give any Event beyond the burst time to (wrongly) land.
-	time.Sleep(200 * time.Millisecond)
-	list, err := cs.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+	g.Eventually(list("witness")).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(HaveLen(1))
+	// And none lands after it.
+	g.Consistently(list("ns")).WithTimeout(200*time.Millisecond).WithPolling(20*time.Millisecond).Should(HaveLen(1+25),
+		"Events about one object: 1 Warning and the spam filter's burst of 25 Normal")
+	events, err := list("ns")()
 	if err != nil {
 		t.Fatal(err)
 	}
-	events = list.Items
 	// One Warning, and the Normal ones up to the burst (the filter counts per type).
-	if len(events) != 1+25 {
-		t.Fatalf("got %d Events about one object, want 1 Warning and the spam filter's burst of 25 Normal", len(events))
-	}
 	byReason := map[string]corev1.Event{}
 	for _, e := range events {
 		byReason[e.Reason] = e
