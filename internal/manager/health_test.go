@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -351,17 +352,10 @@ func healthGetter(t *testing.T, port int) func(path string) string {
 		body, err := io.ReadAll(resp.Body)
 		return fmt.Sprintf("%d %s", resp.StatusCode, body), err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	NewWithT(t).Eventually(func() error {
 		_, err := get("/healthz")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("secure port: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	}).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), "the secure port answers")
 	return func(path string) string {
 		t.Helper()
 		got, err := get(path)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -140,19 +141,15 @@ func TestWorkqueueFamilies(t *testing.T) {
 		{"workqueue_depth", "kcm_test_queue", 1},
 		{"workqueue_depth", "library_test_queue", 2},
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	g := NewWithT(t)
 	for _, w := range want {
-		for {
+		g.Eventually(func(g Gomega) {
 			got, n := series(t, w.family, map[string]string{"name": w.queue})
-			if n == 1 && len(got) == 1 && slices.Equal(labelNames(got[0]), []string{"name"}) &&
-				got[0].GetCounter().GetValue()+got[0].GetGauge().GetValue() == w.value {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s{name=%s}: %d families, series %v; want one labelled [name] at %v", w.family, w.queue, n, got, w.value)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			g.Expect(n).To(Equal(1), "%s families", w.family)
+			g.Expect(got).To(HaveLen(1), "%s{name=%s} series", w.family, w.queue)
+			g.Expect(labelNames(got[0])).To(Equal([]string{"name"}), "%s{name=%s} label names", w.family, w.queue)
+			g.Expect(got[0].GetCounter().GetValue()+got[0].GetGauge().GetValue()).To(Equal(w.value), "%s{name=%s}", w.family, w.queue)
+		}).WithTimeout(10 * time.Second).WithPolling(10 * time.Millisecond).Should(Succeed())
 	}
 }
 
