@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kcm/kcm/internal/testenv"
@@ -154,15 +155,16 @@ func TestWorkqueuesNamedAsUpstream(t *testing.T) {
 
 	// A queue's series appear when its controller starts, after the manager's caches sync.
 	var names []string
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	NewWithT(t).Eventually(func() []string {
 		names = queueNames(t)
-		missing := func(q string) bool { return !slices.Contains(names, q) }
-		if !slices.ContainsFunc(defaultQueues, missing) && !slices.ContainsFunc(defaultKcmQueues, missing) || time.Now().After(deadline) {
-			break
+		var missing []string
+		for _, q := range append(slices.Clone(defaultQueues), defaultKcmQueues...) {
+			if !slices.Contains(names, q) {
+				missing = append(missing, q)
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return missing
+	}).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(BeEmpty(), "queues without a workqueue_adds_total series")
 	for _, q := range defaultQueues {
 		if _, ok := upstreamQueues[q]; !ok {
 			t.Errorf("defaultQueues names %q, which is not an upstream queue", q)
