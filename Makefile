@@ -98,9 +98,10 @@ kubeadm-manifest: ## Regenerate kubeadm's kube-controller-manager static pod (co
 	cd $(K8S_TOOLS) && go run ./cmd/kubeadm-manifest > $(CURDIR)/config/kubeadm/testdata/kubeadm-kube-controller-manager.yaml
 
 .PHONY: upstream-flags
-upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates, and /configz's flag table.
+upstream-flags: ## Regenerate the list of upstream kube-controller-manager flags and feature gates, its controllers and the gates each requires (the registry's test), and /configz's flag table.
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts > $(CURDIR)/internal/options/zz_generated.upstream_flags.go
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts -features > $(CURDIR)/internal/features/zz_generated.features.go
+	cd $(K8S_TOOLS) && go run ./cmd/upstream-facts -controller-gates > $(CURDIR)/internal/controller/zz_generated.upstream_controllers_test.go
 	cd $(K8S_TOOLS) && go run ./cmd/upstream-configz -probe $(CURDIR)/internal/debugz/testdata/upstream-configz-probe.json > $(CURDIR)/internal/debugz/zz_generated.configz.go
 
 .PHONY: upstream-families

@@ -15,25 +15,6 @@ import (
 	"github.com/kcm/kcm/internal/setup"
 )
 
-// The names of kube-controller-manager v1.37.1 (`kube-controller-manager --help`).
-var upstreamNames = strings.Fields(`bootstrap-signer-controller certificatesigningrequest-approving-controller
-certificatesigningrequest-cleaner-controller certificatesigningrequest-signing-controller
-clusterrole-aggregation-controller cronjob-controller daemonset-controller deployment-controller
-device-taint-eviction-controller disruption-controller endpoints-controller endpointslice-controller
-endpointslice-mirroring-controller ephemeral-volume-controller garbage-collector-controller
-horizontal-pod-autoscaler-controller job-controller kube-apiserver-serving-clustertrustbundle-publisher-controller
-legacy-serviceaccount-token-cleaner-controller namespace-controller node-ipam-controller
-node-lifecycle-controller persistentvolume-attach-detach-controller persistentvolume-binder-controller
-persistentvolume-expander-controller persistentvolume-protection-controller
-persistentvolumeclaim-protection-controller pod-garbage-collector-controller
-podcertificaterequest-cleaner-controller podgroup-protection-controller replicaset-controller
-replicationcontroller-controller resourceclaim-controller resourcepoolstatusrequest-controller
-resourcequota-controller root-ca-certificate-publisher-controller selinux-warning-controller
-service-cidr-controller serviceaccount-controller serviceaccount-token-controller statefulset-controller
-storage-version-migrator-controller storageversion-garbage-collector-controller taint-eviction-controller
-token-cleaner-controller ttl-after-finished-controller ttl-controller
-validatingadmissionpolicy-status-controller volumeattributesclass-protection-controller`)
-
 // cloud-controller-manager's loops (k8s.io/cloud-provider/names), which kcm also runs: upstream's
 // names and aliases.
 func cloudControllerNames() (names []string, aliases map[string]string) {
@@ -44,6 +25,8 @@ func cloudControllerNames() (names []string, aliases map[string]string) {
 	return names, aliases
 }
 
+// The registry holds upstream v1.37.1's controllers (upstreamControllers, generated from
+// upstream's descriptors by `make upstream-flags`) and cloud-controller-manager's, no other.
 func TestRegistryHasEveryUpstreamController(t *testing.T) {
 	valid := regexp.MustCompile(`^[a-z]([-a-z]*[a-z])?-controller$`)
 	seen := map[string]bool{}
@@ -63,7 +46,9 @@ func TestRegistryHasEveryUpstreamController(t *testing.T) {
 		names = append(names, d.Name)
 	}
 	want, aliases := cloudControllerNames()
-	want = append(want, upstreamNames...)
+	for name := range upstreamControllers {
+		want = append(want, name)
+	}
 	slices.Sort(names)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -184,31 +169,17 @@ func TestCollectorSharesNoRestrictedKind(t *testing.T) {
 	}
 }
 
-// The feature gates each controller requires in kube-controller-manager v1.37.1
-// (`go run ./cmd/upstream-facts -controllers` in hack/tools/k8s): with one of them off, the
-// controller does not run.
-var upstreamGates = map[string]string{
-	"device-taint-eviction-controller":                               "DynamicResourceAllocation,DRADeviceTaints",
-	"kube-apiserver-serving-clustertrustbundle-publisher-controller": "ClusterTrustBundle",
-	"podcertificaterequest-cleaner-controller":                       "PodCertificateRequest",
-	"podgroup-protection-controller":                                 "GenericWorkload",
-	"resourceclaim-controller":                                       "DynamicResourceAllocation",
-	"resourcepoolstatusrequest-controller":                           "DRAResourcePoolStatus",
-	"selinux-warning-controller":                                     "SELinuxChangePolicy",
-	"service-cidr-controller":                                        "MultiCIDRServiceAllocator",
-	"storageversion-garbage-collector-controller":                    "APIServerIdentity,StorageVersionAPI",
-	"taint-eviction-controller":                                      "SeparateTaintEvictionController",
-	"volumeattributesclass-protection-controller":                    "VolumeAttributesClass",
-}
-
+// Each controller requires exactly the feature gates its kube-controller-manager v1.37.1 twin does
+// (upstreamControllers, generated from upstream's descriptors by `make upstream-flags`): with
+// one of them off, the controller does not run.
 func TestUpstreamFeatureGates(t *testing.T) {
 	for _, d := range Registry() {
 		var gates []string
 		for _, g := range d.FeatureGates {
 			gates = append(gates, string(g))
 		}
-		if got := strings.Join(gates, ","); got != upstreamGates[d.Name] {
-			t.Errorf("%s requires gates %q, upstream %q", d.Name, got, upstreamGates[d.Name])
+		if got := strings.Join(gates, ","); got != upstreamControllers[d.Name] {
+			t.Errorf("%s requires gates %q, upstream %q", d.Name, got, upstreamControllers[d.Name])
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Command upstream-facts prints what kcm must mirror from upstream kube-controller-manager
 // v1.37.1: every command-line flag (as a Go source file for internal/options), with -features
-// every feature gate (a Go source file for internal/features) and, with -controllers, every
-// controller descriptor. `make upstream-flags` runs it; the output is
-// committed so kcm itself never imports k8s.io/kubernetes.
+// every feature gate (a Go source file for internal/features), with -controller-gates every
+// controller and the gates it requires (a Go test file for internal/controller's registry test)
+// and, with -controllers, every controller descriptor in full. `make upstream-flags` runs it;
+// the output is committed so kcm itself never imports k8s.io/kubernetes.
 package main
 
 import (
@@ -20,7 +21,12 @@ import (
 func main() {
 	controllers := flag.Bool("controllers", false, "print the controller descriptors instead of the flags")
 	features := flag.Bool("features", false, "print the feature gates instead of the flags")
+	controllerGates := flag.Bool("controller-gates", false, "print every controller and the gates it requires instead of the flags")
 	flag.Parse()
+	if *controllerGates {
+		printControllerGates()
+		return
+	}
 	if *features {
 		printFeatures()
 		return
