@@ -4,12 +4,15 @@ import (
 	"context"
 	"slices"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // holdFinalizer keeps a deleted pod readable, so that a spec can see what podgc wrote.
@@ -38,30 +41,12 @@ func awaitPass(ctx context.Context, ns string) {
 
 // createPod creates a pod bound to node ("" for none); hold adds holdFinalizer.
 func createPod(ctx context.Context, ns, name, node string, hold bool) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	GinkgoHelper()
+	p := testenv.NewPod(ns, name, node)
 	if hold {
 		p.Finalizers = []string{holdFinalizer}
 	}
-	Expect(env.Client.Create(ctx, p)).To(Succeed())
-	return p
-}
-
-// setPhase plays the kubelet: it reports the pod in phase, with reason.
-func setPhase(ctx context.Context, p *corev1.Pod, phase corev1.PodPhase, reason string) {
-	Eventually(func() error {
-		cur := &corev1.Pod{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
-			return err
-		}
-		cur.Status.Phase, cur.Status.Reason = phase, reason
-		return env.Client.Status().Update(ctx, cur)
-	}).Should(Succeed())
+	return env.CreatePod(ctx, p)
 }
 
 // getPod reads a pod from the API server; nil when it is gone.
@@ -73,18 +58,6 @@ func getPod(g Gomega, ns, name string) *corev1.Pod {
 	}
 	g.Expect(err).NotTo(HaveOccurred())
 	return p
-}
-
-// createNode creates a node with taints, reporting Ready when ready (otherwise it has no
-// Ready condition, as a node whose kubelet never reported).
-func createNode(ctx context.Context, name string, ready bool, taints ...corev1.Taint) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}}
-	Expect(env.Client.Create(ctx, n)).To(Succeed())
-	if ready {
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-		Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
-	}
-	return n
 }
 
 func disruptionTarget(p *corev1.Pod) *corev1.PodCondition {

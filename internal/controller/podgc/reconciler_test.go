@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kcm/kcm/internal/controller/podgc"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("pod-garbage-collector-controller", func() {
@@ -22,8 +23,14 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 	})
 	AfterEach(func() { cleanup(ctx, ns, nodes) })
 
+	// node creates a node with taints, reporting Ready when ready (otherwise it has no Ready
+	// condition, as a node whose kubelet never reported).
 	node := func(suffix string, ready bool, taints ...corev1.Taint) string {
-		n := createNode(ctx, ns+"-"+suffix, ready, taints...)
+		status := corev1.ConditionTrue
+		if !ready {
+			status = ""
+		}
+		n := env.Node(ctx, ns+"-"+suffix, testenv.NodeReady(status), testenv.NodeTaints(taints...))
 		nodes = append(nodes, n.Name)
 		return n.Name
 	}
@@ -50,11 +57,11 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		Expect(pods["a"].CreationTimestamp.After(pods["b"].CreationTimestamp.Time)).To(BeTrue())
 		Expect(pods["d"].CreationTimestamp.After(pods["e"].CreationTimestamp.Time)).To(BeTrue())
 		// a, the newest, is evicted. Whatever passes run while the pods finish, a and e go.
-		setPhase(ctx, pods["a"], corev1.PodFailed, "Evicted")
-		setPhase(ctx, pods["e"], corev1.PodSucceeded, "")
-		setPhase(ctx, pods["b"], corev1.PodSucceeded, "")
-		setPhase(ctx, pods["c"], corev1.PodFailed, "")
-		setPhase(ctx, pods["d"], corev1.PodSucceeded, "")
+		env.SetPodStatus(ctx, pods["a"], testenv.Phase(corev1.PodFailed, "Evicted"))
+		env.SetPodStatus(ctx, pods["e"], testenv.Phase(corev1.PodSucceeded, ""))
+		env.SetPodStatus(ctx, pods["b"], testenv.Phase(corev1.PodSucceeded, ""))
+		env.SetPodStatus(ctx, pods["c"], testenv.Phase(corev1.PodFailed, ""))
+		env.SetPodStatus(ctx, pods["d"], testenv.Phase(corev1.PodSucceeded, ""))
 
 		Eventually(func(g Gomega) {
 			g.Expect(getPod(g, ns, "a")).To(BeNil())
@@ -65,8 +72,8 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 		// reading the cache before it saw a deletion may try again and find the pod gone):
 		// two pods went.
 		deleted := map[string]string{"namespace": ns, "reason": "terminated"}
-		attempts := counter(Default, "pod_gc_collector_force_delete_pods_total", deleted)
-		failed := counter(Default, "pod_gc_collector_force_delete_pod_errors_total", deleted)
+		attempts := testenv.Sample("pod_gc_collector_force_delete_pods_total", deleted)
+		failed := testenv.Sample("pod_gc_collector_force_delete_pod_errors_total", deleted)
 		Expect(attempts - failed).To(Equal(2.0))
 	})
 
@@ -83,13 +90,13 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			createPod(ctx, ns, "late", late, false),
 		}
 		for _, p := range pods {
-			setPhase(ctx, p, corev1.PodRunning, "")
+			env.SetPodStatus(ctx, p, testenv.Phase(corev1.PodRunning, ""))
 		}
 		// The late node shows up during the quarantine of its pod, once a pass has seen the
 		// pod without it.
 		awaitPass(ctx, ns)
 		nodes = append(nodes, late)
-		createNode(ctx, late, true)
+		env.Node(ctx, late)
 
 		// Halfway through the quarantine, nothing is deleted yet.
 		Consistently(func(g Gomega) { live(g, "orphan-held", "orphan", "kept", "late") },
@@ -112,7 +119,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(c.Message).To(Equal("PodGC: node no longer exists"))
 			g.Expect(c.ObservedGeneration).To(Equal(int64(1)))
 			g.Expect(c.LastTransitionTime.IsZero()).To(BeFalse())
-			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+			g.Expect(testenv.Sample("pod_gc_collector_force_delete_pods_total",
 				map[string]string{"namespace": ns, "reason": "orphaned"})).To(BeNumerically(">=", 2))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -133,7 +140,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(p).NotTo(BeNil())
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 			g.Expect(disruptionTarget(p)).To(BeNil())
-			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+			g.Expect(testenv.Sample("pod_gc_collector_force_delete_pods_total",
 				map[string]string{"namespace": ns, "reason": "unscheduled"})).To(BeNumerically(">=", 1))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -155,7 +162,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			createPod(ctx, ns, "on-not-ready", notReady, false),
 		}
 		for _, p := range pods {
-			setPhase(ctx, p, corev1.PodRunning, "")
+			env.SetPodStatus(ctx, p, testenv.Phase(corev1.PodRunning, ""))
 		}
 		// Bound and running: deleting gives them the default 30s grace period, which no
 		// kubelet will end.
@@ -172,7 +179,7 @@ var _ = Describe("pod-garbage-collector-controller", func() {
 			g.Expect(p.DeletionGracePeriodSeconds).To(HaveValue(BeZero()))
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 			g.Expect(disruptionTarget(p)).To(BeNil())
-			g.Expect(counter(g, "pod_gc_collector_force_delete_pods_total",
+			g.Expect(testenv.Sample("pod_gc_collector_force_delete_pods_total",
 				map[string]string{"namespace": ns, "reason": "out-of-service"})).To(BeNumerically(">=", 2))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
