@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,16 +18,6 @@ import (
 
 var dualStack = []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16,fd00::/48",
 	"--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64"}
-
-func createNode(ctx context.Context, name string, podCIDRs ...string) *corev1.Node {
-	GinkgoHelper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDRs[0], podCIDRs
-	}
-	Expect(env.Client.Create(ctx, n)).To(Succeed())
-	return n
-}
 
 func deleteNode(ctx context.Context, name string) {
 	GinkgoHelper()
@@ -89,7 +78,7 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 			append(dualStack, "--service-cluster-ip-range=10.244.0.0/24,fd00::/108")...)).To(Succeed())
 		names := []string{"a", "b", "c", "d", "e"}
 		for _, n := range names {
-			createNode(ctx, n)
+			env.Node(ctx, n)
 		}
 		got := allocated(ctx, names...)
 		expectDistinctIn(got, "10.244.0.0/16", "fd00::/48")
@@ -99,13 +88,13 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		}
 
 		// A node given CIDRs by someone else keeps them.
-		createNode(ctx, "preset", "10.244.200.0/24", "fd00:0:0:c8::/64")
+		env.Node(ctx, "preset", testenv.NodePodCIDRs("10.244.200.0/24", "fd00:0:0:c8::/64"))
 		// Touching a node makes it reconciled again: its CIDRs stay.
 		n := &corev1.Node{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "a"}, n)).To(Succeed())
 		n.Labels = map[string]string{"touched": "yes"}
 		Expect(env.Client.Update(ctx, n)).To(Succeed())
-		createNode(ctx, "f")
+		env.Node(ctx, "f")
 		after := allocated(ctx, append(names, "preset", "f")...)
 		Expect(after["preset"]).To(Equal([]string{"10.244.200.0/24", "fd00:0:0:c8::/64"}))
 		Expect(after["a"]).To(Equal(got["a"]))
@@ -116,7 +105,7 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		running := map[string]string{"name": "nodeipam", "manager": "kube-controller-manager"}
 		Expect(env.StartManager([]string{nodeipam.ControllerName}, dualStack...)).To(Succeed())
 		// Witness that the controller runs: it gives a node its CIDRs.
-		createNode(ctx, "running")
+		env.Node(ctx, "running")
 		allocated(ctx, "running")
 		Expect(testenv.Sample("running_managed_controllers", running)).To(Equal(1.0))
 		Expect(testenv.LabelNames("running_managed_controllers")).To(Equal([]string{"manager", "name"}))
@@ -133,25 +122,14 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		// Two node CIDRs per family.
 		Expect(env.StartManager([]string{nodeipam.ControllerName}, "--allocate-node-cidrs=true",
 			"--cluster-cidr=10.0.0.0/30,fd00::/127", "--node-cidr-mask-size-ipv4=31", "--node-cidr-mask-size-ipv6=128")).To(Succeed())
-		createNode(ctx, "one")
-		createNode(ctx, "two")
+		env.Node(ctx, "one")
+		env.Node(ctx, "two")
 		got := allocated(ctx, "one", "two")
 		expectDistinctIn(got, "10.0.0.0/30", "fd00::/127")
 
-		full := createNode(ctx, "three")
-		Eventually(func(g Gomega) {
-			events := &eventsv1.EventList{}
-			g.Expect(env.Client.List(ctx, events, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-			g.Expect(events.Items).To(ContainElement(And(
-				HaveField("Reason", "CIDRNotAvailable"),
-				HaveField("Type", corev1.EventTypeNormal),
-				HaveField("Note", "Node three status is now: CIDRNotAvailable"),
-				HaveField("ReportingController", "cidrAllocator"),
-				HaveField("Regarding.Kind", "Node"),
-				HaveField("Regarding.Name", "three"),
-				HaveField("Regarding.UID", full.UID),
-			)))
-		}).Should(Succeed())
+		full := env.Node(ctx, "three")
+		env.ExpectEvent(ctx, full, testenv.Event{Type: corev1.EventTypeNormal, Reason: "CIDRNotAvailable",
+			Message: "Node three status is now: CIDRNotAvailable", ReportingController: "cidrAllocator"})
 		n := &corev1.Node{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "three"}, n)).To(Succeed())
 		Expect(n.Spec.PodCIDRs).To(BeEmpty())
@@ -184,7 +162,7 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		var before, after []string
 		for i := range 20 {
 			before = append(before, fmt.Sprintf("old-%d", i))
-			createNode(ctx, before[i])
+			env.Node(ctx, before[i])
 		}
 		allocated(ctx, before...)
 		Expect(env.StopManager()).To(Succeed())
@@ -192,7 +170,7 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 		// While kcm is down, nodes join; one of the old ones goes.
 		for i := range 20 {
 			after = append(after, fmt.Sprintf("new-%d", i))
-			createNode(ctx, after[i])
+			env.Node(ctx, after[i])
 		}
 		deleteNode(ctx, "old-0")
 		Expect(env.StartManager([]string{nodeipam.ControllerName}, dualStack...)).To(Succeed())
@@ -201,7 +179,7 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 	})
 
 	It("refuses to start when a node's CIDR lies outside the cluster CIDRs, and with the cloud allocator", func(ctx SpecContext) {
-		createNode(ctx, "elsewhere", "10.1.2.0/24")
+		env.Node(ctx, "elsewhere", testenv.NodePodCIDRs("10.1.2.0/24"))
 		err := env.StartManager([]string{nodeipam.ControllerName}, "--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16")
 		Expect(err).To(MatchError("setting up node-ipam-controller: failed to mark cidr[10.1.2.0/24] at idx [0] as occupied for node: elsewhere: cidr 10.1.2.0/24 is out the range of cluster cidr 10.244.0.0/16"))
 
@@ -211,14 +189,14 @@ var _ = Describe("node-ipam-controller", Ordered, func() {
 
 		// The witness: with the node's CIDR inside the cluster CIDR it starts.
 		Expect(env.StartManager([]string{nodeipam.ControllerName}, "--allocate-node-cidrs=true", "--cluster-cidr=10.0.0.0/8")).To(Succeed())
-		createNode(ctx, "inside")
+		env.Node(ctx, "inside")
 		Expect(allocated(ctx, "inside")["inside"]).NotTo(Equal([]string{"10.1.2.0/24"}))
 	})
 
 	It("does nothing without --allocate-node-cidrs", func(ctx SpecContext) {
 		// ttl-controller runs alongside as the witness that the node was seen.
 		Expect(env.StartManager([]string{nodeipam.ControllerName, ttl.ControllerName}, "--cluster-cidr=10.244.0.0/16")).To(Succeed())
-		createNode(ctx, "idle")
+		env.Node(ctx, "idle")
 		Eventually(func(g Gomega) {
 			n := &corev1.Node{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "idle"}, n)).To(Succeed())
