@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/controller/pvbinder"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("persistentvolume-binder-controller", func() {
@@ -58,8 +59,8 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		createClaim(ctx, ns, "claim-first", ptr.To(ns), "1Gi", selecting("for", "claim-first"))
 		// The claim's sync found no volume and fell through to provisioning (its class does
 		// not exist).
-		expectEvent(ctx, "PersistentVolumeClaim", "claim-first", corev1.EventTypeWarning, pvbinder.ReasonProvisioningFailed,
-			fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns))
+		env.ExpectEvent(ctx, claimNamed(ns, "claim-first"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonProvisioningFailed,
+			Message: fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns)})
 		createVolumeNoWait(ctx, ns+"-claim-first", ns, "1Gi", withLabel("for", "claim-first"))
 		expectBound(ctx, ns, "claim-first", ns+"-claim-first", true, true)
 
@@ -93,8 +94,8 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		By("a claim naming a volume too small for it")
 		createVolume(ctx, ns+"-tiny", ns, "1Gi")
 		createClaim(ctx, ns, "too-big", ptr.To(ns), "2Gi", naming(ns+"-tiny"))
-		expectEvent(ctx, "PersistentVolumeClaim", "too-big", corev1.EventTypeWarning, pvbinder.ReasonVolumeMismatch,
-			fmt.Sprintf("Cannot bind to requested volume %q: requested PV is too small", ns+"-tiny"))
+		env.ExpectEvent(ctx, claimNamed(ns, "too-big"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeMismatch,
+			Message: fmt.Sprintf("Cannot bind to requested volume %q: requested PV is too small", ns+"-tiny")})
 		Expect(claimPhase(ctx, ns, "too-big")(Default)).To(Equal(corev1.ClaimPending))
 		Expect(getVolume(ctx, ns+"-tiny")(Default).Spec.ClaimRef).To(BeNil())
 	})
@@ -102,31 +103,25 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 	It("waits for the scheduler with WaitForFirstConsumer, then binds a volume whose node affinity admits the selected node", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "pvb")
 		createClass(ctx, ns, "kubernetes.io/no-provisioner", storagev1.VolumeBindingWaitForFirstConsumer, nil)
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-node", Labels: map[string]string{"kubernetes.io/hostname": ns + "-node"}}}
-		Expect(env.Client.Create(ctx, node)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(env.Client.Delete(ctx, node)).To(Succeed()) })
+		node := env.Node(ctx, ns+"-node", testenv.NodeLabels(map[string]string{"kubernetes.io/hostname": ns + "-node"}))
+		env.Cleanup(node)
 		createVolume(ctx, ns+"-elsewhere", ns, "1Gi", onNode("other-node"))
 		createVolume(ctx, ns+"-here", ns, "2Gi", onNode(ns+"-node"))
 
 		createClaim(ctx, ns, "wffc", ptr.To(ns), "1Gi")
-		expectEvent(ctx, "PersistentVolumeClaim", "wffc", corev1.EventTypeNormal, pvbinder.ReasonWaitForFirstConsumer,
-			"waiting for first consumer to be created before binding")
+		env.ExpectEvent(ctx, claimNamed(ns, "wffc"), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonWaitForFirstConsumer,
+			Message: "waiting for first consumer to be created before binding"})
 		Consistently(func(g Gomega) string { return getClaim(ctx, ns, "wffc")(g).Spec.VolumeName }).
 			WithTimeout(3 * time.Second).Should(BeEmpty())
 
 		By("a pod using the claim, not scheduled yet")
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "consumer"},
-			Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "wffc"},
-				}}},
-			},
-		}
-		Expect(env.Client.Create(ctx, pod)).To(Succeed())
-		expectEvent(ctx, "PersistentVolumeClaim", "wffc", corev1.EventTypeNormal, pvbinder.ReasonWaitForPodScheduled,
-			"waiting for pod consumer to be scheduled")
+		pod := testenv.NewPod(ns, "consumer", "")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "wffc"},
+		}}}
+		env.CreatePod(ctx, pod)
+		env.ExpectEvent(ctx, claimNamed(ns, "wffc"), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonWaitForPodScheduled,
+			Message: "waiting for pod consumer to be scheduled"})
 		Expect(getClaim(ctx, ns, "wffc")(Default).Spec.VolumeName).To(BeEmpty())
 
 		By("the scheduler selecting the node")
@@ -146,9 +141,9 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		Eventually(func(g Gomega) map[string]string { return getClaim(ctx, ns, "dynamic")(g).Annotations }).Should(And(
 			HaveKeyWithValue(pvbinder.AnnStorageProvisioner, "csi.example.com"),
 			HaveKeyWithValue(pvbinder.AnnBetaStorageProvisioner, "csi.example.com")))
-		expectEvent(ctx, "PersistentVolumeClaim", "dynamic", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
-			"Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. "+
-				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.")
+		env.ExpectEvent(ctx, claimNamed(ns, "dynamic"), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonExternalProvisioning,
+			Message: "Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. " +
+				"If volume creation is delayed, please verify that the provisioner is running and correctly registered."})
 		Expect(claimPhase(ctx, ns, "dynamic")(Default)).To(Equal(corev1.ClaimPending))
 
 		By("the provisioner creating a volume bound to the claim")
@@ -162,25 +157,25 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 
 		By("a claim whose class does not exist")
 		createClaim(ctx, ns, "no-class", ptr.To(ns+"-missing"), "1Gi")
-		expectEvent(ctx, "PersistentVolumeClaim", "no-class", corev1.EventTypeWarning, pvbinder.ReasonProvisioningFailed,
-			fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns+"-missing"))
+		env.ExpectEvent(ctx, claimNamed(ns, "no-class"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonProvisioningFailed,
+			Message: fmt.Sprintf("storageclass.storage.k8s.io %q not found", ns+"-missing")})
 	})
 
 	It("reports FailedBinding for a claim without class, then gives it the default class once one exists", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "pvb")
 		// No volume has this label: nothing fits, whatever other specs created.
 		createClaim(ctx, ns, "classless", nil, "1Gi", selecting("none", ns))
-		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonFailedBinding,
-			"no persistent volumes available for this claim and no storage class is set")
+		env.ExpectEvent(ctx, claimNamed(ns, "classless"), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonFailedBinding,
+			Message: "no persistent volumes available for this claim and no storage class is set"})
 		Expect(getClaim(ctx, ns, "classless")(Default).Spec.StorageClassName).To(BeNil())
 
 		By("a default StorageClass appearing")
 		createClass(ctx, ns, "csi.example.com", storagev1.VolumeBindingImmediate, map[string]string{pvbinder.AnnIsDefaultClass: "true"})
 		Eventually(func(g Gomega) *string { return getClaim(ctx, ns, "classless")(g).Spec.StorageClassName }).
 			Should(Equal(ptr.To(ns)))
-		expectEvent(ctx, "PersistentVolumeClaim", "classless", corev1.EventTypeNormal, pvbinder.ReasonExternalProvisioning,
-			"Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. "+
-				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.")
+		env.ExpectEvent(ctx, claimNamed(ns, "classless"), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonExternalProvisioning,
+			Message: "Waiting for a volume to be created either by the external provisioner 'csi.example.com' or manually by the system administrator. " +
+				"If volume creation is delayed, please verify that the provisioner is running and correctly registered."})
 	})
 
 	It("reclaims the volume of a deleted claim by its policy", func(ctx SpecContext) {
@@ -224,13 +219,14 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		By("Delete of an in-tree volume kcm has no plugin for: Failed")
 		Eventually(volumePhase(ctx, ns+"-delete-nfs")).Should(Equal(corev1.VolumeFailed))
 		msg := fmt.Sprintf("error getting deleter volume plugin for volume %q: no deletable volume plugin matched", ns+"-delete-nfs")
-		expectEvent(ctx, "PersistentVolume", ns+"-delete-nfs", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedDelete, msg)
+		env.ExpectEvent(ctx, volumeNamed(ns+"-delete-nfs"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeFailedDelete,
+			Message: msg})
 		Expect(getVolume(ctx, ns+"-delete-nfs")(Default).Status.Message).To(Equal(msg))
 
 		By("Recycle of a source no recycler plugin supports (CSI): Failed")
 		Eventually(volumePhase(ctx, ns+"-recycle")).Should(Equal(corev1.VolumeFailed))
-		expectEvent(ctx, "PersistentVolume", ns+"-recycle", corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
-			"No recycler plugin found for the volume!")
+		env.ExpectEvent(ctx, volumeNamed(ns+"-recycle"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeFailedRecycle,
+			Message: "No recycler plugin found for the volume!"})
 
 		By("a later sync keeps them as they are")
 		Consistently(func(g Gomega) []corev1.PersistentVolumePhase {
@@ -252,8 +248,8 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 		deleteVolume(ctx, ns+"-doomed")
 		Eventually(isNotFound(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-doomed"}})).Should(BeTrue())
 		Eventually(claimPhase(ctx, ns, "orphaned")).Should(Equal(corev1.ClaimLost))
-		expectEvent(ctx, "PersistentVolumeClaim", "orphaned", corev1.EventTypeWarning, pvbinder.ReasonClaimLost,
-			"Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+		env.ExpectEvent(ctx, claimNamed(ns, "orphaned"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonClaimLost,
+			Message: "Bound claim has lost its PersistentVolume. Data on the volume is lost!"})
 		c := getClaim(ctx, ns, "orphaned")(Default)
 		Expect(c.Spec.VolumeName).To(Equal(ns+"-doomed"), "the claim keeps naming the lost volume")
 		Expect(c.Status.Capacity).To(BeNil())
@@ -286,8 +282,8 @@ var _ = Describe("persistentvolume-binder-controller", func() {
 			return env.Client.Update(ctx, v)
 		}).Should(Succeed())
 		Eventually(claimPhase(ctx, ns, "first")).Should(Equal(corev1.ClaimLost))
-		expectEvent(ctx, "PersistentVolumeClaim", "first", corev1.EventTypeWarning, pvbinder.ReasonClaimMisbound,
-			"Two claims are bound to the same volume, this one is bound incorrectly")
+		env.ExpectEvent(ctx, claimNamed(ns, "first"), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonClaimMisbound,
+			Message: "Two claims are bound to the same volume, this one is bound incorrectly"})
 		expectBound(ctx, ns, "second", ns+"-first", true, true)
 	})
 })

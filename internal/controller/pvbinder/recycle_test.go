@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kcm/kcm/internal/controller/pvbinder"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // releasedForRecycle binds a Recycle volume of the source to a claim, then deletes the claim:
@@ -50,8 +51,7 @@ func recyclerPod(ctx context.Context, namespace, volume string) *corev1.Pod {
 // finish plays the kubelet: the recycler pod ends in phase, with message.
 func finish(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase, message string) {
 	GinkgoHelper()
-	pod.Status.Phase, pod.Status.Message = phase, message
-	Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	env.SetPodStatus(ctx, pod, func(s *corev1.PodStatus) { s.Phase, s.Message = phase, message })
 }
 
 // podEvent plays the kubelet reporting on the recycler pod.
@@ -93,12 +93,14 @@ var _ = Describe("recycling released volumes", func() {
 		Expect(volumePhase(ctx, vol)(Default)).To(Equal(corev1.VolumeReleased), "released while the pod runs")
 
 		podEvent(ctx, pod, corev1.EventTypeNormal, "Started", "Started container pv-recycler")
-		expectEvent(ctx, "PersistentVolume", vol, corev1.EventTypeNormal, pvbinder.ReasonRecyclerPod, "Recycler pod: Started container pv-recycler")
+		env.ExpectEvent(ctx, volumeNamed(vol), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonRecyclerPod,
+			Message: "Recycler pod: Started container pv-recycler"})
 
 		finish(ctx, pod, corev1.PodSucceeded, "")
 		Eventually(volumePhase(ctx, vol)).Should(Equal(corev1.VolumeAvailable))
 		Expect(getVolume(ctx, vol)(Default).Spec.ClaimRef).To(BeNil(), "the controller bound it, so the claimRef goes")
-		expectEvent(ctx, "PersistentVolume", vol, corev1.EventTypeNormal, pvbinder.ReasonVolumeRecycled, "Volume recycled")
+		env.ExpectEvent(ctx, volumeNamed(vol), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonVolumeRecycled,
+			Message: "Volume recycled"})
 		expectGone(ctx, pod)
 	})
 
@@ -115,7 +117,7 @@ var _ = Describe("recycling released volumes", func() {
 		finish(ctx, pod, corev1.PodFailed, "Pod was active on the node longer than the specified deadline")
 		msg := "Recycle failed: failed to recycle volume: Pod was active on the node longer than the specified deadline"
 		Eventually(volumePhase(ctx, vol)).Should(Equal(corev1.VolumeFailed))
-		expectEvent(ctx, "PersistentVolume", vol, corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle, msg)
+		env.ExpectEvent(ctx, volumeNamed(vol), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeFailedRecycle, Message: msg})
 		Expect(getVolume(ctx, vol)(Default).Status.Message).To(Equal(msg))
 
 		By("the next sync starting another recycler pod")
@@ -135,23 +137,19 @@ var _ = Describe("recycling released volumes", func() {
 		pod := recyclerPod(ctx, "default", vol)
 		Expect(env.Client.Delete(ctx, pod)).To(Succeed())
 		Eventually(volumePhase(ctx, vol)).Should(Equal(corev1.VolumeFailed))
-		expectEvent(ctx, "PersistentVolume", vol, corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
-			"Recycle failed: failed to recycle volume: recycler pod was deleted")
+		env.ExpectEvent(ctx, volumeNamed(vol), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeFailedRecycle,
+			Message: "Recycle failed: failed to recycle volume: recycler pod was deleted"})
 	})
 
 	It("deletes a recycler pod it did not start and fails until it is gone", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "rec")
 		name := ns + "-vol"
-		forged := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "recycler-for-" + name},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "forged"}}},
-		}
-		Expect(env.Client.Create(ctx, forged)).To(Succeed())
+		forged := env.CreatePod(ctx, testenv.NewPod("default", "recycler-for-"+name, ""))
 		DeferCleanup(func(ctx SpecContext) { _ = env.Client.Delete(ctx, forged) })
 
 		vol := releasedForRecycle(ctx, ns, "1Gi", nfs)
-		expectEvent(ctx, "PersistentVolume", vol, corev1.EventTypeWarning, pvbinder.ReasonVolumeFailedRecycle,
-			"Recycle failed: old recycler pod found, will retry later")
+		env.ExpectEvent(ctx, volumeNamed(vol), testenv.Event{Type: corev1.EventTypeWarning, Reason: pvbinder.ReasonVolumeFailedRecycle,
+			Message: "Recycle failed: old recycler pod found, will retry later"})
 		Eventually(func(g Gomega) string {
 			p := &corev1.Pod{}
 			g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: forged.Name}, p)).To(Succeed())
@@ -165,23 +163,19 @@ var _ = Describe("recycling released volumes", func() {
 		createVolume(ctx, name, ns, "1Gi", withPolicy(corev1.PersistentVolumeReclaimRecycle), nfs)
 		createClaim(ctx, ns, "data", ptr.To(ns), "1Gi")
 		expectBound(ctx, ns, "data", name, true, true)
-		user := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "user"},
-			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "app"}},
-				Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
-		}
-		Expect(env.Client.Create(ctx, user)).To(Succeed())
+		user := testenv.NewPod(ns, "user", "node-1")
+		user.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		env.CreatePod(ctx, user)
 		removeFinalizers(ctx, &corev1.PersistentVolumeClaim{}, types.NamespacedName{Namespace: ns, Name: "data"})
 
-		expectEvent(ctx, "PersistentVolume", name, corev1.EventTypeNormal, pvbinder.ReasonVolumeFailedRecycle,
-			"Volume is used by pods: "+ns+"/user")
+		env.ExpectEvent(ctx, volumeNamed(name), testenv.Event{Type: corev1.EventTypeNormal, Reason: pvbinder.ReasonVolumeFailedRecycle,
+			Message: "Volume is used by pods: " + ns + "/user"})
 		Expect(apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "recycler-for-" + name}, &corev1.Pod{}))).
 			To(BeTrue(), "no recycler pod while the volume is in use")
 
 		By("the pod finishing")
-		user.Status.Phase = corev1.PodSucceeded
-		Expect(env.Client.Status().Update(ctx, user)).To(Succeed())
+		env.SetPodStatus(ctx, user, testenv.Phase(corev1.PodSucceeded, ""))
 		recyclerPod(ctx, "default", name)
 	})
 
