@@ -2,7 +2,6 @@ package replicaset_test
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,15 +40,6 @@ func pods(ctx context.Context, g Gomega, ns string, opts ...client.ListOption) [
 		}
 	}
 	return live
-}
-
-// setReady plays the kubelet: the pod runs and is Ready since readySince.
-func setReady(ctx context.Context, p *corev1.Pod, readySince time.Time) {
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{
-		Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(readySince),
-	}}
-	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
 }
 
 func assignNode(ctx context.Context, p *corev1.Pod, node string) {

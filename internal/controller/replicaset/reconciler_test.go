@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("replicaset-controller", func() {
@@ -65,7 +67,7 @@ var _ = Describe("replicaset-controller", func() {
 		}).Should(Succeed())
 
 		for i := range created {
-			setReady(ctx, &created[i], time.Now())
+			env.SetPodStatus(ctx, &created[i], testenv.RunningSince(true, time.Now()))
 		}
 		Eventually(func(g Gomega) {
 			st := get(g, "web").Status
@@ -90,7 +92,7 @@ var _ = Describe("replicaset-controller", func() {
 		Expect(env.Client.Create(ctx, newReplicaSet(ns, "scale", 3))).To(Succeed())
 		var all []corev1.Pod
 		Eventually(func(g Gomega) { all = pods(ctx, g, ns); g.Expect(all).To(HaveLen(3)) }).Should(Succeed())
-		setReady(ctx, &all[1], time.Now())
+		env.SetPodStatus(ctx, &all[1], testenv.RunningSince(true, time.Now()))
 		Eventually(func(g Gomega) { g.Expect(get(g, "scale").Status.ReadyReplicas).To(Equal(int32(1))) }).Should(Succeed())
 
 		scale("scale", 1)
@@ -113,20 +115,20 @@ var _ = Describe("replicaset-controller", func() {
 		var all []corev1.Pod
 		Eventually(func(g Gomega) { all = pods(ctx, g, ns); g.Expect(all).To(HaveLen(3)) }).Should(Succeed())
 		for i := range all {
-			setReady(ctx, &all[i], time.Now())
+			env.SetPodStatus(ctx, &all[i], testenv.RunningSince(true, time.Now()))
 		}
 		Eventually(func(g Gomega) { g.Expect(get(g, "ratio").Status.ReadyReplicas).To(Equal(int32(3))) }).Should(Succeed())
-		before := uint64(0)
-		if h := ageRatios(Default); h != nil {
-			before = h.GetSampleCount()
-		}
+		// The legacy registry /metrics serves: a histogram without labels, without series
+		// before its first observation.
+		const ageRatios = "replicaset_controller_sorting_deletion_age_ratio"
+		before := testenv.Histogram(ageRatios, nil).GetSampleCount()
 
 		// Two of three ready pods go: two observations, each at least 1 (no pod is younger
 		// than the youngest), in upstream's buckets 0.25 to 8.
 		scale("ratio", 1)
 		Eventually(func(g Gomega) { g.Expect(pods(ctx, g, ns)).To(HaveLen(1)) }).Should(Succeed())
 		Eventually(func(g Gomega) {
-			h := ageRatios(g)
+			h := testenv.Histogram(ageRatios, nil)
 			g.Expect(h).NotTo(BeNil())
 			g.Expect(h.GetSampleCount()).To(Equal(before + 2))
 			g.Expect(h.GetBucket()).To(HaveLen(6))
@@ -302,7 +304,7 @@ var _ = Describe("replicaset-controller", func() {
 		Eventually(func(g Gomega) { all = pods(ctx, g, ns); g.Expect(all).To(HaveLen(1)) }).Should(Succeed())
 		// The API server keeps condition times in whole seconds.
 		readyAt := time.Now().Truncate(time.Second)
-		setReady(ctx, &all[0], readyAt)
+		env.SetPodStatus(ctx, &all[0], testenv.RunningSince(true, readyAt))
 		Eventually(func(g Gomega) {
 			st := get(g, "minready").Status
 			g.Expect(st.ReadyReplicas).To(Equal(int32(1)))
