@@ -56,19 +56,12 @@ func deployment(ctx context.Context, ns, name string, replicas int32) *appsv1.De
 func runningPods(ctx context.Context, ns, app string, n int) {
 	GinkgoHelper()
 	started := metav1.NewTime(time.Now().Add(-10 * time.Minute))
+	startedThen := func(s *corev1.PodStatus) { s.StartTime = &started }
 	for i := range n {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", app, i), Labels: map[string]string{"app": app}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpuRequest}}}}},
-		}
-		Expect(env.Client.Create(ctx, p)).To(Succeed())
-		p.Status = corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			StartTime:  &started,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
-		}
-		Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+		p := testenv.NewPod(ns, fmt.Sprintf("%s-%d", app, i), "")
+		p.Labels = map[string]string{"app": app}
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: cpuRequest}
+		env.CreatePod(ctx, p, testenv.RunningSince(true, started.Time), startedThen)
 	}
 }
 
