@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/pod"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // The shape of upstream's "ReplicaSet Replace and Patch" conformance spec for a Job (whose
@@ -23,7 +24,7 @@ var _ = Describe("a Job scaled twice in quick succession", func() {
 		ns := env.Namespace(ctx, "job-twice")
 		j := create(newJob(ns, "twice", ptr.To[int32](5), 1))
 		for _, p := range waitActive(j, 1) {
-			setReady(&p)
+			env.SetPodStatus(ctx, &p, testenv.Running(true))
 		}
 		Eventually(func(g Gomega) { g.Expect(getJob(g, j).Status.Ready).To(Equal(ptr.To[int32](1))) }).Should(Succeed())
 
@@ -40,7 +41,7 @@ var _ = Describe("a Job scaled twice in quick succession", func() {
 			active := activePods(g, j)
 			for i := range active {
 				if !pod.IsReady(&active[i]) {
-					setReady(&active[i])
+					env.SetPodStatus(ctx, &active[i], testenv.Running(true))
 				}
 			}
 			g.Expect(active).To(HaveLen(3))

@@ -127,19 +127,6 @@ func fail(p *corev1.Pod, exitCode int32) time.Time {
 	return finishPod(p, corev1.PodFailed, exitCode)
 }
 
-// setReady plays the kubelet: the pod runs and is ready.
-func setReady(p *corev1.Pod) {
-	Eventually(func() error {
-		cur := &corev1.Pod{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
-			return err
-		}
-		cur.Status.Phase = corev1.PodRunning
-		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		return env.Client.Status().Update(ctx, cur)
-	}).Should(Succeed())
-}
-
 func conditionTypes(j *batchv1.Job) []batchv1.JobConditionType {
 	var out []batchv1.JobConditionType
 	for _, c := range j.Status.Conditions {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 var _ = Describe("job-controller", func() {
@@ -33,7 +35,7 @@ var _ = Describe("job-controller", func() {
 			Expect(p.Labels).To(HaveKeyWithValue("controller-uid", string(j.UID)))
 			Expect(p.Labels).To(HaveKeyWithValue("app", "work"))
 		}
-		setReady(&pods[0])
+		env.SetPodStatus(ctx, &pods[0], testenv.Running(true))
 		Eventually(func(g Gomega) {
 			st := getJob(g, j).Status
 			g.Expect(st.Active).To(Equal(int32(2)))
