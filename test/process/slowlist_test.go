@@ -51,10 +51,11 @@ var _ = Describe("A slow first list", func() {
 		Eventually(get("/healthz?verbose")).WithTimeout(10 * time.Second).
 			Should(And(HavePrefix("200 [+]leaderElection ok\n"), ContainSubstring("[+]serviceaccount-controller ok\n")))
 		// Upstream's /healthz stays ok while its informers wait; so does kcm's.
-		for time.Now().Before(proxy.releaseAt.Add(-time.Second)) {
-			Expect(p.Exited()).To(BeFalse(), "kcm exited during the stall: %s", p.State())
-			Expect(get("/healthz")()).To(Equal("200 ok"))
-			time.Sleep(500 * time.Millisecond)
+		if stallLeft := time.Until(proxy.releaseAt.Add(-time.Second)); stallLeft > 0 {
+			Consistently(func(g Gomega) {
+				g.Expect(p.Exited()).To(BeFalse(), "kcm exited during the stall: %s", p.State())
+				g.Expect(get("/healthz")()).To(Equal("200 ok"))
+			}).WithTimeout(stallLeft).WithPolling(500 * time.Millisecond).Should(Succeed())
 		}
 		Expect(workersStarted(p, "serviceaccount-controller")()).To(BeZero(), "the controller started before its cache synced")
 
