@@ -1,68 +1,38 @@
 package job_test
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
-// series is one series of a family in the legacy registry /metrics serves: its counter
-// value, or its histogram's sample count, and whether the family is gathered at all (a
-// vector without series is not). Every series of the family has exactly the given label
-// names.
-func series(g Gomega, name string, labels map[string]string) (float64, bool) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		value := 0.0
-	metrics:
-		for _, m := range f.GetMetric() {
-			g.Expect(m.GetLabel()).To(HaveLen(len(labels)), "label names of %s", name)
-			for _, l := range m.GetLabel() {
-				want, ok := labels[l.GetName()]
-				g.Expect(ok).To(BeTrue(), "%s has label %s", name, l.GetName())
-				if want != l.GetValue() {
-					continue metrics
-				}
-			}
-			if f.GetType() == dto.MetricType_HISTOGRAM {
-				value = float64(m.GetHistogram().GetSampleCount())
-			} else {
-				value = m.GetCounter().GetValue()
-			}
-		}
-		return value, true
-	}
-	return 0, false
-}
-
-// seriesDelta is a series expected to grow by at least delta.
+// seriesDelta is a series of the legacy registry /metrics serves (a counter's value, a
+// histogram's sample count) expected to grow by at least delta.
 type seriesDelta struct {
 	name   string
 	labels map[string]string
 	delta  float64
 }
 
-// grew reads the series now and returns a check that each has grown by its delta since.
+// grew reads the series now and returns a check that each has grown by its delta since, and
+// that its family is gathered with exactly the series' label names.
 func grew(want ...seriesDelta) func(Gomega) {
 	before := make([]float64, len(want))
 	for i, w := range want {
-		before[i], _ = series(Default, w.name, w.labels)
+		before[i] = testenv.Sample(w.name, w.labels)
 	}
 	return func(g Gomega) {
 		for i, w := range want {
-			v, found := series(g, w.name, w.labels)
-			g.Expect(found).To(BeTrue(), "family %s is not gathered", w.name)
-			g.Expect(v-before[i]).To(BeNumerically(">=", w.delta), "%s%v", w.name, w.labels)
+			g.Expect(testenv.LabelNames(w.name)).To(Equal(slices.Sorted(maps.Keys(w.labels))), "label names of %s (nil: not gathered)", w.name)
+			g.Expect(testenv.Sample(w.name, w.labels)-before[i]).To(BeNumerically(">=", w.delta), "%s%v", w.name, w.labels)
 		}
 	}
 }
