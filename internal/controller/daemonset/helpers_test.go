@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // newPool returns a label unique to one spec: its nodes carry it, its DaemonSets select it.
@@ -19,17 +22,11 @@ func newPool() map[string]string {
 	return map[string]string{"pool": rand.String(8)}
 }
 
-// createNode creates a node and, playing node-lifecycle-controller, lifts the not-ready
-// taint the API server's admission puts on every new node.
+// createNode creates a Ready node (testenv's stand-in) with exactly these labels and taints:
+// node-lifecycle-controller's part, lifting any not-ready taint admission puts on a new node.
 func createNode(ctx context.Context, name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	Expect(env.Client.Create(ctx, node)).To(Succeed())
-	Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
-		node.Spec.Taints = taints
-		g.Expect(env.Client.Update(ctx, node)).To(Succeed())
-	}).Should(Succeed())
-	return node
+	GinkgoHelper()
+	return env.Node(ctx, name, testenv.NodeLabels(labels), testenv.NodeTaints(taints...))
 }
 
 func updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) {
