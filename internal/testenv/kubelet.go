@@ -36,9 +36,14 @@ func NodeTaints(taints ...corev1.Taint) NodeOption {
 	return func(n *corev1.Node) { n.Spec.Taints = taints }
 }
 
-// NodePodCIDRs sets the node's pod CIDRs, as if a CIDR allocator had already given them.
+// NodePodCIDRs sets the node's pod CIDRs, as if a CIDR allocator had already given them
+// (none: none).
 func NodePodCIDRs(cidrs ...string) NodeOption {
-	return func(n *corev1.Node) { n.Spec.PodCIDR, n.Spec.PodCIDRs = cidrs[0], cidrs }
+	return func(n *corev1.Node) {
+		if len(cidrs) > 0 {
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = cidrs[0], cidrs
+		}
+	}
 }
 
 // NodeAddresses sets the addresses the kubelet reports.
