@@ -92,9 +92,11 @@ func (e *Env) Node(ctx context.Context, name string, opts ...NodeOption) *corev1
 		Expect(e.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	}
 	if !apiequality.Semantic.DeepEqual(n.Status, want.Status) {
+		// A strategic merge: conditions merge by type, so one a controller wrote meanwhile
+		// (a route controller's NetworkUnavailable) stays.
 		base := n.DeepCopy()
 		n.Status = want.Status
-		Expect(e.Client.Status().Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+		Expect(e.Client.Status().Patch(ctx, n, client.StrategicMergeFrom(base))).To(Succeed())
 	}
 	return n
 }
@@ -105,7 +107,8 @@ func (e *Env) SetNodeReady(ctx context.Context, n *corev1.Node, status corev1.Co
 	Expect(e.Client.Get(ctx, client.ObjectKeyFromObject(n), n)).To(Succeed())
 	base := n.DeepCopy()
 	n.Status.Conditions = append(readyCondition(status), otherNodeConditions(n.Status.Conditions)...)
-	Expect(e.Client.Status().Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+	// A strategic merge: the other conditions, merged by type, stay as the API server has them.
+	Expect(e.Client.Status().Patch(ctx, n, client.StrategicMergeFrom(base))).To(Succeed())
 }
 
 func otherNodeConditions(cs []corev1.NodeCondition) []corev1.NodeCondition {

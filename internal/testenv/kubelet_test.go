@@ -40,11 +40,17 @@ var _ = Describe("the kubelet stand-ins", func() {
 		env.Cleanup(n)
 		Expect(n.Status.Conditions).To(BeEmpty())
 
+		By("a controller's condition written meanwhile stays")
+		base := n.DeepCopy()
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated"}}
+		Expect(env.Client.Status().Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+
 		env.SetNodeReady(ctx, n, corev1.ConditionFalse)
 		got := &corev1.Node{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "silent"}, got)).To(Succeed())
-		Expect(got.Status.Conditions).To(ConsistOf(SatisfyAll(
-			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionFalse))))
+		Expect(got.Status.Conditions).To(ConsistOf(
+			SatisfyAll(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionFalse)),
+			SatisfyAll(HaveField("Type", corev1.NodeNetworkUnavailable), HaveField("Reason", "RouteCreated"))))
 	})
 
 	It("runs a pod, Ready with its IPs, and finishes it keeping the rest of its status", func(ctx SpecContext) {
