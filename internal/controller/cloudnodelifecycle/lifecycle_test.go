@@ -9,7 +9,6 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcm/kcm/internal/cloud/pool"
@@ -30,23 +29,9 @@ func startManager() {
 // createNode creates a node whose kubelet reports Ready as ready says, deleted after the spec.
 func createNode(ctx context.Context, name string, ready corev1.ConditionStatus) *corev1.Node {
 	GinkgoHelper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	Expect(env.Client.Create(ctx, n)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, n))).To(Succeed())
-	})
-	setReady(ctx, n, ready)
+	n := env.Node(ctx, name, testenv.NodeReady(ready))
+	env.Cleanup(n)
 	return n
-}
-
-// setReady plays the kubelet: the node's Ready condition through its status.
-func setReady(ctx context.Context, n *corev1.Node, ready corev1.ConditionStatus) {
-	GinkgoHelper()
-	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(n), n)).To(Succeed())
-	now := metav1.Now()
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "KubeletSays",
-		LastHeartbeatTime: now, LastTransitionTime: now}}
-	Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
 }
 
 // hasShutdownTaint reads whether the node carries node.cloudprovider.kubernetes.io/shutdown.
@@ -114,7 +99,7 @@ var _ = Describe("cloud-node-lifecycle-controller", func() {
 		Eventually(func() int { return c.timesAsked(running.Name) }).Should(BeNumerically(">", asked))
 		Expect(hasShutdownTaint(ctx, running.Name)(Default)).To(BeFalse())
 
-		setReady(ctx, down, corev1.ConditionTrue)
+		env.SetNodeReady(ctx, down, corev1.ConditionTrue)
 		Eventually(hasShutdownTaint(ctx, down.Name)).Should(BeFalse())
 	})
 

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/cloud-provider/fake"
@@ -145,11 +144,6 @@ func ensured(svc *corev1.Service) {
 	}).Should(Succeed())
 }
 
-func createNode(ctx context.Context, name string, labels map[string]string) {
-	GinkgoHelper()
-	Expect(env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
-}
-
 var _ = Describe("service-lb-controller with a cloud provider", Ordered, func() {
 	ctx := context.Background()
 	var namespaces []string
@@ -161,9 +155,9 @@ var _ = Describe("service-lb-controller with a cloud provider", Ordered, func() 
 
 	BeforeAll(func() {
 		// Two nodes take traffic; the third is excluded by its label.
-		createNode(ctx, "fake-a", nil)
-		createNode(ctx, "fake-b", map[string]string{corev1.LabelNodeExcludeBalancers: "false"})
-		createNode(ctx, "fake-excluded", map[string]string{corev1.LabelNodeExcludeBalancers: "true"})
+		env.Node(ctx, "fake-a")
+		env.Node(ctx, "fake-b", testenv.NodeLabels(map[string]string{corev1.LabelNodeExcludeBalancers: "false"}))
+		env.Node(ctx, "fake-excluded", testenv.NodeLabels(map[string]string{corev1.LabelNodeExcludeBalancers: "true"}))
 		Expect(env.StartManager([]string{servicelb.ControllerName},
 			"--cloud-provider="+fakeProvider, "--cluster-name="+clusterName)).To(Succeed())
 		DeferCleanup(func() {
@@ -205,7 +199,7 @@ var _ = Describe("service-lb-controller with a cloud provider", Ordered, func() 
 		ensured(svc)
 		syncs := testenv.Sample("service_controller_loadbalancer_sync_total", nil)
 
-		createNode(ctx, "fake-c", nil)
+		env.Node(ctx, "fake-c")
 		Eventually(func(g Gomega) {
 			updates := provider.callsOf(svc, "update")
 			g.Expect(updates).NotTo(BeEmpty())
