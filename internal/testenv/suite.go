@@ -10,8 +10,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kcm/kcm/internal/setup"
 )
 
 // Defaults for suites on a loaded 2-core machine: an API server, etcd, the manager and the
@@ -68,4 +72,27 @@ func (e *Env) Namespace(ctx context.Context, prefix string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(e.Client.Create(ctx, ns)).To(Succeed())
 	return ns.Name
+}
+
+// RestartManager stops the running manager, if any, and starts one with the named
+// controllers, flags and overrides, failing the spec if either step fails: how a spec runs
+// its controller differently (a gate off, a reconciler adjusted) and puts it back after.
+func (e *Env) RestartManager(controllers, args []string, overrides ...setup.Override) {
+	GinkgoHelper()
+	Expect(e.StopManager()).To(Succeed())
+	Expect(e.StartManagerWith(controllers, args, overrides...)).To(Succeed())
+}
+
+// Get returns a function that reads the object ns/name (ns empty when cluster-scoped) afresh
+// from the API server, failing its Gomega when it cannot: for Eventually, or called once
+// with Default.
+func Get[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, e *Env, ns, name string) func(g Gomega) PT {
+	return func(g Gomega) PT {
+		obj := PT(new(T))
+		g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)).To(Succeed())
+		return obj
+	}
 }

@@ -17,8 +17,7 @@ import (
 var _ = Describe("daemonset-controller's stale-cache guard (StaleControllerConsistencyDaemonSet)", func() {
 	restart := func(args []string, overrides ...setup.Override) {
 		GinkgoHelper()
-		Expect(env.StopManager()).To(Succeed())
-		Expect(env.StartManagerWith([]string{daemonset.ControllerName}, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)).To(Succeed())
+		env.RestartManager([]string{daemonset.ControllerName}, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)
 	}
 	AfterEach(func() { restart(nil) })
 

@@ -11,9 +11,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // boundClaim creates a 1Gi volume of the source and a claim bound to it, as the binder leaves
@@ -65,19 +66,11 @@ func request(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size string
 }
 
 func getClaim(ctx context.Context, ns, name string) func(g Gomega) *corev1.PersistentVolumeClaim {
-	return func(g Gomega) *corev1.PersistentVolumeClaim {
-		c := &corev1.PersistentVolumeClaim{}
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)).To(Succeed())
-		return c
-	}
+	return testenv.Get[corev1.PersistentVolumeClaim](ctx, env, ns, name)
 }
 
 func getVolume(ctx context.Context, name string) func(g Gomega) *corev1.PersistentVolume {
-	return func(g Gomega) *corev1.PersistentVolume {
-		v := &corev1.PersistentVolume{}
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Name: name}, v)).To(Succeed())
-		return v
-	}
+	return testenv.Get[corev1.PersistentVolume](ctx, env, "", name)
 }
 
 // claimEvents lists the Events about the claim as "Type Reason: note".

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // restartWithSyncPeriod runs the spec with another --pvclaimbinder-sync-period, the suite's
@@ -158,19 +160,11 @@ func naming(volume string) claimOpt {
 }
 
 func getClaim(ctx context.Context, ns, name string) func(g Gomega) *corev1.PersistentVolumeClaim {
-	return func(g Gomega) *corev1.PersistentVolumeClaim {
-		c := &corev1.PersistentVolumeClaim{}
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)).To(Succeed())
-		return c
-	}
+	return testenv.Get[corev1.PersistentVolumeClaim](ctx, env, ns, name)
 }
 
 func getVolume(ctx context.Context, name string) func(g Gomega) *corev1.PersistentVolume {
-	return func(g Gomega) *corev1.PersistentVolume {
-		v := &corev1.PersistentVolume{}
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Name: name}, v)).To(Succeed())
-		return v
-	}
+	return testenv.Get[corev1.PersistentVolume](ctx, env, "", name)
 }
 
 func volumePhase(ctx context.Context, name string) func(g Gomega) corev1.PersistentVolumePhase {

@@ -28,8 +28,7 @@ var _ = Describe("replicaset-controller's stale-cache guard (StaleControllerCons
 	controllers := []string{"replicaset-controller", "replicationcontroller-controller"}
 	restart := func(args []string, overrides ...setup.Override) {
 		GinkgoHelper()
-		Expect(env.StopManager()).To(Succeed())
-		Expect(env.StartManagerWith(controllers, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)).To(Succeed())
+		env.RestartManager(controllers, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)
 	}
 	AfterEach(func() { restart(nil) })
 

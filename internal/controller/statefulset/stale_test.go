@@ -17,8 +17,7 @@ var _ = Describe("statefulset-controller's stale-cache guard (StaleControllerCon
 	controllers := []string{statefulset.ControllerName, "garbage-collector-controller"}
 	restart := func(args []string, overrides ...setup.Override) {
 		GinkgoHelper()
-		Expect(env.StopManager()).To(Succeed())
-		Expect(env.StartManagerWith(controllers, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)).To(Succeed())
+		env.RestartManager(controllers, append([]string{"--kube-api-qps=200", "--kube-api-burst=300"}, args...), overrides...)
 	}
 	AfterEach(func() { restart(nil) })
 
