@@ -13,7 +13,11 @@ import (
 // value, a histogram's sample count; labels must match exactly (nil: none). 0 when absent.
 func Sample(name string, labels map[string]string) float64 {
 	GinkgoHelper()
-	m := series(name, labels)
+	return value(series(name, labels))
+}
+
+// value is a counter's or gauge's value, a histogram's sample count; 0 for nil.
+func value(m *dto.Metric) float64 {
 	switch {
 	case m == nil:
 		return 0
@@ -59,6 +63,44 @@ func series(name string, labels map[string]string) *dto.Metric {
 		}
 	}
 	return nil
+}
+
+// Family is one metric family as kcm's /metrics serves it: its type and every series.
+type Family struct {
+	Type   dto.MetricType
+	Series []Series
+}
+
+// Series is one series of a family: its labels, its value as Sample reads it, and the
+// histogram when the family is one.
+type Series struct {
+	Labels    map[string]string
+	Value     float64
+	Histogram *dto.Histogram
+}
+
+// ReadFamily reads the family named name from the registry kcm's /metrics serves; a Family
+// without series when it has none or is not registered, for specs that read a family by
+// one of its labels or tell an absent series from a zero one.
+func ReadFamily(name string) Family {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		out := Family{Type: f.GetType()}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out.Series = append(out.Series, Series{Labels: labels, Value: value(m), Histogram: m.GetHistogram()})
+		}
+		return out
+	}
+	return Family{}
 }
 
 // LabelNames are the sorted label names of the family's first series (nil: no series).

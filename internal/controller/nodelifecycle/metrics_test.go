@@ -3,7 +3,8 @@ package nodelifecycle_test
 import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // collector reads upstream's node_collector families from the legacy registry /metrics
@@ -15,47 +16,34 @@ type collector struct {
 }
 
 func readCollector(g Gomega) collector {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	c := collector{zoneSize: map[string]float64{}, zoneHealth: map[string]float64{}, unhealthy: map[string]float64{}, evictions: map[string]float64{}}
-	byZone := func(f *dto.MetricFamily, t dto.MetricType, into map[string]float64) {
-		g.Expect(f.GetType()).To(Equal(t), f.GetName())
-		for _, m := range f.GetMetric() {
-			g.Expect(m.GetLabel()).To(HaveLen(1))
-			g.Expect(m.GetLabel()[0].GetName()).To(Equal("zone"))
-			into[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	byZone := func(name string, t dto.MetricType) map[string]float64 {
+		f, into := testenv.ReadFamily(name), map[string]float64{}
+		g.Expect(f.Series).NotTo(BeEmpty(), "%s is registered and has series", name)
+		g.Expect(f.Type).To(Equal(t), name)
+		for _, s := range f.Series {
+			g.Expect(s.Labels).To(HaveLen(1))
+			g.Expect(s.Labels).To(HaveKey("zone"))
+			into[s.Labels["zone"]] = s.Value
 		}
+		return into
 	}
-	histogram := func(f *dto.MetricFamily, first float64) uint64 {
-		g.Expect(f.GetType()).To(Equal(dto.MetricType_HISTOGRAM))
-		g.Expect(f.GetMetric()).To(HaveLen(1))
-		g.Expect(f.GetMetric()[0].GetLabel()).To(BeEmpty())
-		h := f.GetMetric()[0].GetHistogram()
+	histogram := func(name string, first float64) uint64 {
+		f := testenv.ReadFamily(name)
+		g.Expect(f.Type).To(Equal(dto.MetricType_HISTOGRAM), name)
+		g.Expect(f.Series).To(HaveLen(1))
+		g.Expect(f.Series[0].Labels).To(BeEmpty())
+		h := f.Series[0].Histogram
 		// Upstream's buckets: ×4, 8 of them.
 		g.Expect(h.GetBucket()).To(HaveLen(8))
 		g.Expect(h.GetBucket()[0].GetUpperBound()).To(Equal(first))
 		return h.GetSampleCount()
 	}
-	found := 0
-	for _, f := range families {
-		found++
-		switch f.GetName() {
-		case "node_collector_zone_size":
-			byZone(f, dto.MetricType_GAUGE, c.zoneSize)
-		case "node_collector_zone_health":
-			byZone(f, dto.MetricType_GAUGE, c.zoneHealth)
-		case "node_collector_unhealthy_nodes_in_zone":
-			byZone(f, dto.MetricType_GAUGE, c.unhealthy)
-		case "node_collector_evictions_total":
-			byZone(f, dto.MetricType_COUNTER, c.evictions)
-		case "node_collector_update_node_health_duration_seconds":
-			c.nodeUpdates = histogram(f, 0.001)
-		case "node_collector_update_all_nodes_health_duration_seconds":
-			c.allUpdates = histogram(f, 0.01)
-		default:
-			found--
-		}
+	return collector{
+		zoneSize:    byZone("node_collector_zone_size", dto.MetricType_GAUGE),
+		zoneHealth:  byZone("node_collector_zone_health", dto.MetricType_GAUGE),
+		unhealthy:   byZone("node_collector_unhealthy_nodes_in_zone", dto.MetricType_GAUGE),
+		evictions:   byZone("node_collector_evictions_total", dto.MetricType_COUNTER),
+		nodeUpdates: histogram("node_collector_update_node_health_duration_seconds", 0.001),
+		allUpdates:  histogram("node_collector_update_all_nodes_health_duration_seconds", 0.01),
 	}
-	g.Expect(found).To(Equal(6), "all six node_collector families are registered and have series")
-	return c
 }

@@ -3,37 +3,31 @@ package rootcapublisher_test
 import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // syncs reads upstream's root_ca_cert_publisher_sync_total and sync_duration_seconds from the
 // legacy registry /metrics serves, by their only label, code: the counter's values and the
 // histogram's sample counts, which must agree.
 func syncs(g Gomega) map[string]float64 {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	total, observed := map[string]float64{}, map[string]float64{}
-	for _, f := range families {
-		switch f.GetName() {
-		case "root_ca_cert_publisher_sync_total":
-			g.Expect(f.GetType()).To(Equal(dto.MetricType_COUNTER))
-			for _, m := range f.GetMetric() {
-				g.Expect(m.GetLabel()).To(HaveLen(1))
-				g.Expect(m.GetLabel()[0].GetName()).To(Equal("code"))
-				total[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
-			}
-		case "root_ca_cert_publisher_sync_duration_seconds":
-			g.Expect(f.GetType()).To(Equal(dto.MetricType_HISTOGRAM))
-			for _, m := range f.GetMetric() {
-				g.Expect(m.GetLabel()).To(HaveLen(1))
-				g.Expect(m.GetLabel()[0].GetName()).To(Equal("code"))
-				// Upstream's buckets: 1ms doubling 15 times.
-				g.Expect(m.GetHistogram().GetBucket()).To(HaveLen(15))
-				g.Expect(m.GetHistogram().GetBucket()[0].GetUpperBound()).To(Equal(0.001))
-				observed[m.GetLabel()[0].GetValue()] = float64(m.GetHistogram().GetSampleCount())
-			}
+	byCode := func(name string, t dto.MetricType, check func(testenv.Series)) map[string]float64 {
+		f, out := testenv.ReadFamily(name), map[string]float64{}
+		for _, s := range f.Series {
+			g.Expect(f.Type).To(Equal(t), name)
+			g.Expect(s.Labels).To(HaveLen(1))
+			g.Expect(s.Labels).To(HaveKey("code"))
+			check(s)
+			out[s.Labels["code"]] = s.Value
 		}
+		return out
 	}
+	total := byCode("root_ca_cert_publisher_sync_total", dto.MetricType_COUNTER, func(testenv.Series) {})
+	observed := byCode("root_ca_cert_publisher_sync_duration_seconds", dto.MetricType_HISTOGRAM, func(s testenv.Series) {
+		// Upstream's buckets: 1ms doubling 15 times.
+		g.Expect(s.Histogram.GetBucket()).To(HaveLen(15))
+		g.Expect(s.Histogram.GetBucket()[0].GetUpperBound()).To(Equal(0.001))
+	})
 	g.Expect(total).NotTo(BeEmpty(), "root_ca_cert_publisher_sync_total has no series")
 	g.Expect(observed).To(Equal(total))
 	return total
