@@ -10,8 +10,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 const metricName = "selinux_warning_controller_selinux_volume_conflict"
@@ -19,24 +20,13 @@ const metricName = "selinux_warning_controller_selinux_volume_conflict"
 // conflictSeries is the metric's series of pods of the namespaces, each as its labels.
 func conflictSeries(namespaces ...string) []map[string]string {
 	GinkgoHelper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	Expect(err).NotTo(HaveOccurred())
 	var out []map[string]string
-	for _, f := range families {
-		if f.GetName() != metricName {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for _, ns := range namespaces {
-				if labels["pod1_namespace"] == ns || labels["pod2_namespace"] == ns {
-					Expect(m.GetGauge().GetValue()).To(Equal(1.0))
-					out = append(out, labels)
-					break
-				}
+	for _, m := range testenv.ReadFamily(metricName).Series {
+		for _, ns := range namespaces {
+			if m.Labels["pod1_namespace"] == ns || m.Labels["pod2_namespace"] == ns {
+				Expect(m.Value).To(Equal(1.0))
+				out = append(out, m.Labels)
+				break
 			}
 		}
 	}
