@@ -208,9 +208,16 @@ func (e *Env) SetPodStatus(ctx context.Context, p *corev1.Pod, status ...PodStat
 			}
 		}
 		read = true
-		for _, s := range status {
-			s(&p.Status)
-		}
-		return e.Client.Status().Update(ctx, p)
+		return e.ReportPodStatus(ctx, p, status...)
 	})).To(Succeed())
+}
+
+// ReportPodStatus is one kubelet report on p as the caller has it, its error returned: for a
+// kubelet loop racing the controllers, which skips a pod deleted or changed meanwhile and
+// reports it again on its next round.
+func (e *Env) ReportPodStatus(ctx context.Context, p *corev1.Pod, status ...PodStatus) error {
+	for _, s := range status {
+		s(&p.Status)
+	}
+	return e.Client.Status().Update(ctx, p)
 }

@@ -2,7 +2,6 @@ package daemonset_test
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -108,14 +107,6 @@ func bind(ctx context.Context, p *corev1.Pod, node string) error {
 	})
 }
 
-func setReady(ctx context.Context, p *corev1.Pod) error {
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{
-		Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now()),
-	}}
-	return env.Client.Status().Update(ctx, p)
-}
-
 // kubelet plays scheduler and kubelet once over the namespace: it binds pending pods to the
 // node their affinity names (when ready is set, also making them Running and Ready) and
 // finishes graceful deletions.
@@ -131,11 +122,11 @@ func kubelet(ctx context.Context, ns string, ready bool) {
 		case p.Spec.NodeName == "":
 			if err = bind(ctx, p, target(p)); err == nil && ready {
 				if err = env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err == nil {
-					err = setReady(ctx, p)
+					err = env.ReportPodStatus(ctx, p, testenv.Running(true))
 				}
 			}
 		case ready && p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded:
-			err = setReady(ctx, p)
+			err = env.ReportPodStatus(ctx, p, testenv.Running(true))
 		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			Expect(err).NotTo(HaveOccurred())

@@ -11,11 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 const hashLabel = appsv1.DefaultDeploymentUniqueLabelKey
@@ -203,7 +204,7 @@ func (k kubelet) start(ctx context.Context, ns string) {
 						Target:     corev1.ObjectReference{Kind: "Node", Name: k.Node},
 					})
 				case !isReady(p) && (k.Ready == nil || k.Ready(p)) && now.Sub(firstSeen[p.UID]) >= k.ReadyAfter:
-					_ = setReady(ctx, p, now)
+					_ = env.ReportPodStatus(ctx, p, testenv.RunningSince(true, now))
 				}
 			}
 		}
@@ -217,19 +218,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// setReady plays the kubelet: the pod runs and is Ready since readySince.
-func setReady(ctx context.Context, p *corev1.Pod, readySince time.Time) error {
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{
-		Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(readySince),
-	}}
-	err := env.Client.Status().Update(ctx, p)
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // podState is one observation of a namespace's pods, by pod-template-hash.
