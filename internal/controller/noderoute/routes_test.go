@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,14 +33,11 @@ func startManager(args []string, overrides ...setup.Override) {
 	DeferCleanup(env.StopManager)
 }
 
-// createNode creates a node with pod CIDRs, deleted after the spec.
+// createNode creates a Ready node with pod CIDRs, deleted after the spec.
 func createNode(ctx context.Context, name string, podCIDRs ...string) *corev1.Node {
 	GinkgoHelper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDR: podCIDRs[0], PodCIDRs: podCIDRs}}
-	Expect(env.Client.Create(ctx, n)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, n))).To(Succeed())
-	})
+	n := env.Node(ctx, name, testenv.NodePodCIDRs(podCIDRs...))
+	env.Cleanup(n)
 	return n
 }
 
