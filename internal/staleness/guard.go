@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Guard is upstream's stale-controller consistency store (the StaleControllerConsistency*
@@ -97,6 +99,18 @@ func (g *Guard) Clear(owner types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.owners, owner)
+}
+
+// Skip is Stale as a Reconcile's first step: whether to skip the owner's sync, and the result
+// that runs it again once the write stops holding it back, at most Recheck later (the
+// cache's own events may concern other owners' objects, so the owner does not wait for one).
+func (g *Guard) Skip(ctx context.Context, owner types.NamespacedName) (reconcile.Result, bool) {
+	stale, wait := g.Stale(owner)
+	if !stale {
+		return reconcile.Result{}, false
+	}
+	log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
+	return reconcile.Result{RequeueAfter: max(min(wait, Recheck), time.Millisecond)}, true
 }
 
 // Stale reports whether the owner's sync must be skipped because a cache it reads has not

@@ -1,6 +1,7 @@
 package staleness
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -125,4 +126,31 @@ func counted(t *testing.T, registry metrics.KubeRegistry, resource string) float
 		}
 	}
 	return 0
+}
+
+func TestSkip(t *testing.T) {
+	ctx := context.Background()
+	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
+	var off *Guard
+	if res, skip := off.Skip(ctx, owner); skip || res.RequeueAfter != 0 {
+		t.Fatalf("no guard (gate off): skip %v after %v", skip, res.RequeueAfter)
+	}
+	pods := schema.GroupResource{Resource: "pods"}
+	podRV := "10"
+	skips := metrics.NewCounterVec(&metrics.CounterOpts{Subsystem: "skip", Name: "stale_sync_skips_total"}, []string{"group", "resource"})
+	metrics.NewKubeRegistry().MustRegister(skips)
+	g := NewGuard(skips, map[schema.GroupResource]func() string{pods: func() string { return podRV }})
+	g.Clock = clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, skip := g.Skip(ctx, owner); skip {
+		t.Fatal("no write: skipped")
+	}
+	g.WroteAt(owner, "u1", pods, "20")
+	// Behind for DefaultMaxWait (2s) still: run again at Recheck, not after the whole wait.
+	if res, skip := g.Skip(ctx, owner); !skip || res.RequeueAfter != Recheck {
+		t.Fatalf("cache behind the write: skip %v after %v, want true %v", skip, res.RequeueAfter, Recheck)
+	}
+	podRV = "20"
+	if _, skip := g.Skip(ctx, owner); skip {
+		t.Fatal("cache caught up: skipped")
+	}
 }

@@ -86,9 +86,8 @@ type Reconciler struct {
 // Reconcile is upstream's syncDaemonSet: revisions, then the core loop (a pod per eligible
 // node, none elsewhere), then the rolling update, history cleanup and status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
-		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
+	if res, skip := r.Stale.Skip(ctx, req.NamespacedName); skip {
+		return res, nil
 	}
 	ds := &appsv1.DaemonSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ds); err != nil {

@@ -79,9 +79,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	start := r.Clock.Now()
 	key := req.NamespacedName
 	logger := log.FromContext(ctx)
-	if stale, wait := r.Stale.Stale(key); stale {
-		logger.V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
+	if res, skip := r.Stale.Skip(ctx, key); skip {
+		return res, nil
 	}
 	job := &batchv1.Job{}
 	if err := r.Client.Get(ctx, key, job); err != nil {

@@ -39,9 +39,6 @@ const ControllerName = "horizontal-pod-autoscaler-controller"
 // hpaResource is what the stale-cache guard tracks our status writes in.
 var hpaResource = schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}
 
-// staleRecheck is how soon a sync skipped for a stale cache runs again.
-const staleRecheck = 100 * time.Millisecond
-
 // Reconciler is upstream's HorizontalController: every HPA is synced when it appears, when
 // its spec changes (HPAGeneration) and every SyncPeriod; each sync reads the target's /scale,
 // proposes a count from the metrics, stabilizes and bounds it, writes /scale when it
@@ -97,9 +94,8 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.NamespacedName
 	logger := log.FromContext(ctx)
-	if stale, wait := r.Stale.Stale(key); stale {
-		logger.V(4).Info("Skipping sync: the cache has not caught up with our last status write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleRecheck), time.Millisecond)}, nil
+	if res, skip := r.Stale.Skip(ctx, key); skip {
+		return res, nil
 	}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 	if err := r.Client.Get(ctx, key, hpa); err != nil {

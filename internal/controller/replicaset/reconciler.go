@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,9 +51,8 @@ type Reconciler struct {
 
 // Reconcile observes the owner's pods, creates or deletes the difference and writes status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
-		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
+	if res, skip := r.Stale.Skip(ctx, req.NamespacedName); skip {
+		return res, nil
 	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {

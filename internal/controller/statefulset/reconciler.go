@@ -80,9 +80,8 @@ type Reconciler struct {
 // Reconcile observes the set's pods and revisions, creates, repairs and deletes pods as the
 // plan says, and writes status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if stale, wait := r.Stale.Stale(req.NamespacedName); stale {
-		log.FromContext(ctx).V(4).Info("Skipping sync: the cache has not caught up with our last write")
-		return reconcile.Result{RequeueAfter: max(min(wait, staleness.Recheck), time.Millisecond)}, nil
+	if res, skip := r.Stale.Skip(ctx, req.NamespacedName); skip {
+		return res, nil
 	}
 	set := &appsv1.StatefulSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
