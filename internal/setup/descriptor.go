@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcm/kcm/internal/convergence"
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/options"
 )
@@ -71,6 +72,9 @@ type Descriptor struct {
 	// Cache restricts what the shared cache holds of a kind, for every controller: kcm's
 	// controllers need, for instance, only the kube-root-ca.crt ConfigMaps.
 	Cache map[client.Object]cache.ByObject
+	// Convergence is the controller's convergence rule (issue 37's SLIs), when it has one:
+	// SetupEnabled keeps its clocks, on the leader, once the controller is set up.
+	Convergence *convergence.Rule
 	// Setup registers the controller with the manager; nil while kcm has not built it.
 	Setup func(*Context) error
 }

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kcm/kcm/internal/convergence"
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
 )
@@ -94,7 +95,8 @@ func Select(registry []Descriptor, controllers []string) (Selection, error) {
 // on (logging, as upstream, each one a gate turns off), logs once the enabled ones it has not
 // built and the flags given that nothing acts on, and returns the names it set up.
 //
-// The indexes the enabled controllers declare are registered first, each once.
+// The indexes the enabled controllers declare are registered first, each once. A controller
+// set up with a convergence rule gets its clocks (internal/convergence), kept on the leader.
 func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	logger := log.Log.WithName("controllers")
 	sel, gatedOff := sel.gatedOff(ctx.Enabled)
@@ -136,6 +138,11 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
+		}
+		if d.Convergence != nil {
+			if err := convergence.Install(ctx.Manager, *d.Convergence); err != nil {
+				return nil, fmt.Errorf("setting up %s's convergence clocks: %w", d.Name, err)
+			}
 		}
 		started = append(started, d.Name)
 	}

@@ -9,12 +9,13 @@ import (
 
 // Descriptor is deployment-controller as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"deployment"},
-	ClientName: "deployment-controller",
-	Flags:      []options.Flag{options.ConcurrentDeploymentSyncs},
-	Indexes:    []index.Index{index.ReplicaSetsByController, index.PodsByController},
-	Setup:      Setup,
+	Name:        ControllerName,
+	Aliases:     []string{"deployment"},
+	ClientName:  "deployment-controller",
+	Flags:       []options.Flag{options.ConcurrentDeploymentSyncs},
+	Indexes:     []index.Index{index.ReplicaSetsByController, index.PodsByController},
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // Setup runs deployment-controller with --concurrent-deployment-syncs workers.

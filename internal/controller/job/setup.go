@@ -9,12 +9,13 @@ import (
 
 // Descriptor is job-controller as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"job"},
-	ClientName: "job-controller",
-	Flags:      []options.Flag{options.ConcurrentJobSyncs},
-	Indexes:    []index.Index{index.PodsByController},
-	Setup:      Setup,
+	Name:        ControllerName,
+	Aliases:     []string{"job"},
+	ClientName:  "job-controller",
+	Flags:       []options.Flag{options.ConcurrentJobSyncs},
+	Indexes:     []index.Index{index.PodsByController},
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // Setup runs job-controller with --concurrent-job-syncs workers.

@@ -13,11 +13,12 @@ import (
 
 // Descriptor is namespace-controller as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"namespace"},
-	ClientName: ClientName,
-	Flags:      []options.Flag{options.ConcurrentNamespaceSyncs, options.NamespaceSyncPeriod},
-	Setup:      Setup,
+	Name:        ControllerName,
+	Aliases:     []string{"namespace"},
+	ClientName:  ClientName,
+	Flags:       []options.Flag{options.ConcurrentNamespaceSyncs, options.NamespaceSyncPeriod},
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // Setup runs namespace-controller as upstream wires it: its own client at 20 times

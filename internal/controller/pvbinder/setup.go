@@ -24,8 +24,9 @@ var Descriptor = setup.Descriptor{
 		options.PVRecyclerPodTemplateFilepathHostpath, options.PVRecyclerMinimumTimeoutHostpath, options.PVRecyclerTimeoutIncrementHostpath},
 	// Pods by claim name, for the WaitForPodScheduled Event and the pods that keep a volume
 	// from being recycled; unbound claims by class, for the volume that may bind them.
-	Indexes: []index.Index{index.PodsByClaim, claimsWaitingByClass},
-	Setup:   Setup,
+	Indexes:     []index.Index{index.PodsByClaim, claimsWaitingByClass},
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // Setup runs persistentvolume-binder-controller with --pvclaimbinder-sync-period,

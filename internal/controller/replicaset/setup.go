@@ -21,12 +21,13 @@ import (
 
 // ReplicaSetDescriptor is replicaset-controller as kcm's registry knows it.
 var ReplicaSetDescriptor = setup.Descriptor{
-	Name:       ReplicaSetKind.ControllerName,
-	Aliases:    []string{"replicaset"},
-	ClientName: "replicaset-controller",
-	Flags:      []options.Flag{options.ConcurrentReplicasetSyncs},
-	Indexes:    []index.Index{index.PodsByController, index.ReplicaSetsByController},
-	Setup:      func(ctx *setup.Context) error { return run(ctx, ReplicaSetKind, options.ConcurrentReplicasetSyncs) },
+	Name:        ReplicaSetKind.ControllerName,
+	Aliases:     []string{"replicaset"},
+	ClientName:  "replicaset-controller",
+	Flags:       []options.Flag{options.ConcurrentReplicasetSyncs},
+	Indexes:     []index.Index{index.PodsByController, index.ReplicaSetsByController},
+	Convergence: &Convergence,
+	Setup:       func(ctx *setup.Context) error { return run(ctx, ReplicaSetKind, options.ConcurrentReplicasetSyncs) },
 }
 
 // What replicationcontroller-controller's own client (replication-controller) does: the

@@ -18,6 +18,7 @@ var Descriptor = setup.Descriptor{
 	ClientName:    "service-controller",
 	CloudProvider: true,
 	Flags:         append(append([]options.Flag{}, cloud.Flags...), options.ConcurrentServiceSyncs, options.ClusterName),
+	Convergence:   &Convergence,
 	Setup:         Setup,
 }
 
@@ -54,6 +55,7 @@ func Setup(ctx *setup.Context) error {
 		RequeueWaiting: provider.ProviderName() == cloud.PoolProviderName,
 	}
 	setup.Apply(ctx, r)
+	servedClass.Store(r.Class)
 	if err := r.SetupWithManager(ctx.Manager, workers); err != nil {
 		return err
 	}

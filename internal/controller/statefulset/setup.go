@@ -9,12 +9,13 @@ import (
 
 // Descriptor is statefulset-controller as kcm's registry knows it.
 var Descriptor = setup.Descriptor{
-	Name:       ControllerName,
-	Aliases:    []string{"statefulset"},
-	ClientName: ControllerName,
-	Flags:      []options.Flag{options.ConcurrentStatefulsetSyncs},
-	Indexes:    []index.Index{index.PodsByController, index.RevisionsByController},
-	Setup:      Setup,
+	Name:        ControllerName,
+	Aliases:     []string{"statefulset"},
+	ClientName:  ControllerName,
+	Flags:       []options.Flag{options.ConcurrentStatefulsetSyncs},
+	Indexes:     []index.Index{index.PodsByController, index.RevisionsByController},
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // Setup runs statefulset-controller with --concurrent-statefulset-syncs workers.
