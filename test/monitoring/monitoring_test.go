@@ -95,7 +95,8 @@ func TestRulesPassPromtool(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"KubeControllerManagerDown", "KubeControllerManagerInstanceUnreachable",
-		"KubeControllerManagerNoLeader", "KubeControllerManagerReconcileErrors", "KubeControllerManagerWorkqueueGrowing"} {
+		"KubeControllerManagerNoLeader", "KubeControllerManagerReconcileErrors", "KubeControllerManagerWorkqueueGrowing",
+		"KubeControllerManagerObjectNotConverged"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("the PrometheusRule has no alert %s", want)
 		}
