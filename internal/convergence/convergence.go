@@ -16,6 +16,7 @@
 package convergence
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -37,7 +38,14 @@ type Rule struct {
 	Object client.Object
 	// Converged judges one object of that kind: whether it has converged, and why not (or
 	// what it reached) in a few words. It must be pure and cheap: it runs on every event.
+	// Nil for a rule that Watch judges.
 	Converged func(client.Object) (bool, string)
+	// Watch, for a rule that one object of the kind cannot judge alone (endpointslice's: a
+	// Service's slices against its pods), adds the rule's own handlers to the shared cache's
+	// informers, starting and stopping the tracker's clocks itself (Start, Stop, Forget), and
+	// returns what removes them. Nil: the tracker's handlers on Object's informer, judged by
+	// Converged.
+	Watch func(ctx context.Context, c cache.Cache, t *Tracker) (remove func(), err error)
 	// GoneConverges: the object's deletion is its convergence (a Namespace being deleted
 	// converges when it is gone); otherwise a deleted object is forgotten unobserved.
 	GoneConverges bool
@@ -183,6 +191,32 @@ func (t *Tracker) Deleted(obj client.Object) {
 	if t.rule.GoneConverges {
 		t.stop(key)
 	}
+	delete(t.since, key)
+	delete(t.last, key)
+}
+
+// Start starts key's clock at now if none runs: a change the controller must act on, for a
+// rule that Watch judges.
+func (t *Tracker) Start(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, running := t.since[key]; !running {
+		t.since[key] = clockStart{at: t.clock.Now()}
+	}
+}
+
+// Stop stops key's clock, observing its duration, if one runs: the first event showing the
+// object converged, for a rule that Watch judges.
+func (t *Tracker) Stop(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stop(key)
+}
+
+// Forget forgets key (the object is gone), for a rule that Watch judges.
+func (t *Tracker) Forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	delete(t.since, key)
 	delete(t.last, key)
 }

@@ -191,3 +191,27 @@ func TestKey(t *testing.T) {
 		t.Errorf("cluster-scoped key %q", got)
 	}
 }
+
+// A rule its Watch judges starts and stops the clocks itself.
+func TestStartStopForget(t *testing.T) {
+	f := newFixture(false)
+	f.tracker.Start("ns/a")
+	f.clock.Step(time.Second)
+	f.tracker.Start("ns/a") // a second change while the clock runs keeps its start
+	f.clock.Step(time.Second)
+	f.expectGauges(t, 1, 2*time.Second)
+	f.tracker.Stop("ns/a")
+	f.tracker.Stop("ns/a") // no clock: nothing more
+	f.expectObserved(t, 2)
+	if s := f.tracker.State("ns/a"); s.LastSeconds == nil || *s.LastSeconds != 2 {
+		t.Fatalf("state once converged: %+v", s)
+	}
+	f.tracker.Start("ns/b")
+	f.tracker.Forget("ns/a")
+	f.tracker.Forget("ns/b")
+	f.expectGauges(t, 0, 0)
+	if s := f.tracker.State("ns/a"); s.LastSeconds != nil {
+		t.Fatalf("a forgotten key keeps its last duration: %+v", s)
+	}
+	f.expectObserved(t, 2)
+}

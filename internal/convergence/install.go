@@ -33,11 +33,22 @@ func (*listener) NeedLeaderElection() bool { return true }
 
 func (l *listener) Start(ctx context.Context) error {
 	t := l.tracker
+	t.Reset()
+	if t.rule.Watch != nil {
+		remove, err := t.rule.Watch(ctx, l.cache, t)
+		if err != nil {
+			return fmt.Errorf("convergence of %s: %w", t.rule.Controller, err)
+		}
+		t.listen(l.cache)
+		<-ctx.Done()
+		t.listen(nil)
+		remove()
+		return nil
+	}
 	informer, err := l.cache.GetInformer(ctx, t.rule.Object)
 	if err != nil {
 		return fmt.Errorf("convergence of %s: %w", t.rule.Controller, err)
 	}
-	t.Reset()
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if o, ok := obj.(client.Object); ok {
@@ -117,9 +128,12 @@ func (t *Tracker) Convergence(key string) *track.Convergence {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return nil
 	}
-	converged, _ := t.rule.Converged(obj)
-	out := &track.Convergence{Converged: converged, Rule: t.rule.Description}
 	s := t.State(key)
+	converged := s.Since.IsZero()
+	if t.rule.Converged != nil {
+		converged, _ = t.rule.Converged(obj)
+	}
+	out := &track.Convergence{Converged: converged, Rule: t.rule.Description}
 	if !s.Since.IsZero() {
 		since := s.Since
 		out.Since = &since

@@ -14,7 +14,8 @@ var Descriptor = setup.Descriptor{
 	ClientName: ControllerName,
 	Flags: []options.Flag{options.ConcurrentServiceEndpointSyncs, options.MaxEndpointsPerSlice,
 		options.EndpointsliceUpdatesBatchPeriod},
-	Setup: Setup,
+	Convergence: &Convergence,
+	Setup:       Setup,
 }
 
 // eventSource: upstream reports its Events as endpoint-slice-controller, not as its client.
