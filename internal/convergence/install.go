@@ -84,11 +84,16 @@ func (l *listener) Start(ctx context.Context) error {
 	return nil
 }
 
-// listen records the cache whose informer the handlers listen to (nil: they stopped).
+// listen records the cache whose informer the handlers listen to; nil: they stopped, and
+// the clocks are dropped (a replica that no longer leads serves 0, as a standby).
 func (t *Tracker) listen(c cache.Cache) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cache = c
+	if c == nil {
+		t.since = map[string]clockStart{}
+		t.last = map[string]float64{}
+	}
 }
 
 // Listening reports whether the tracker's handlers are in place and have seen the

@@ -19,11 +19,12 @@ import (
 // Convergence is endpointslice-controller's convergence rule (the SLIs of issue 37), per
 // Service. A Service's slices cannot be judged against all its pods on every event at 20,000
 // pods, so the rule judges changes: a pod event that changes what a selecting Service's
-// slices must say of the pod (absent, not ready, ready: EndpointState) starts the Service's
-// clock with the pod pending, as does a new or changed Service for every pod it selects;
-// each event on the Service's slices checks its pending pods against them
-// (EndpointsShow) and the clock stops when none is left. A slice event costs a walk of the
-// Service's slices, and only while a clock runs.
+// slices must show of the pod (absent, not ready, ready: EndpointState) starts the Service's
+// clock with the pod pending, as does a new or changed Service for every pod it selects; the
+// clock stops when the Service's slices show every pending pod as wanted. What the slices
+// show of each pod is kept from the slice events themselves (counts per pod, updated by the
+// endpoints of the slice that changed), so an event costs the size of one slice and a check
+// the number of pending pods.
 //
 // Its limits: a change of a pod's IPs alone, a stale endpoint of a pod that no pod event
 // concerns (one the controller never removed after a selector change) and the pods listed
@@ -58,33 +59,17 @@ func EndpointState(p *corev1.Pod, svc *corev1.Service) string {
 }
 
 // EndpointsShow reports whether slices (a Service's) show each pod of want (name → state) in
-// that state, and names those they do not (sorted) — done lists the pods they show as wanted.
-// A pod is ready when any of its endpoints is (ready unset counts as ready, as consumers read
-// it; a dual-stack pod has one per address type), not ready when all its endpoints are not.
+// that state: done lists the pods they show as wanted, waiting the others (both sorted). A
+// pod is ready when any of its endpoints is (ready unset counts as ready, as consumers read
+// it; a dual-stack pod has one per address type), not ready when it has endpoints and none is
+// ready, absent when it has none.
 func EndpointsShow(want map[string]string, slices []*discoveryv1.EndpointSlice) (done []string, waiting []string) {
-	shown := map[string]string{}
+	shown := shownPods{}
 	for _, s := range slices {
-		for _, e := range s.Endpoints {
-			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" {
-				continue
-			}
-			name := e.TargetRef.Name
-			if _, ok := want[name]; !ok {
-				continue
-			}
-			if e.Conditions.Ready == nil || *e.Conditions.Ready {
-				shown[name] = Ready
-			} else if shown[name] != Ready {
-				shown[name] = NotReady
-			}
-		}
+		shown.add(s, 1)
 	}
 	for name, state := range want {
-		got := shown[name]
-		if got == "" {
-			got = Absent
-		}
-		if got == state {
+		if shown.state(name) == state {
 			done = append(done, name)
 		} else {
 			waiting = append(waiting, name)
@@ -95,19 +80,60 @@ func EndpointsShow(want map[string]string, slices []*discoveryv1.EndpointSlice) 
 	return done, waiting
 }
 
+// shownPods counts, per pod, the ready and not-ready endpoints of a Service's slices.
+type shownPods map[string]*shownCounts
+
+type shownCounts struct{ ready, notReady int }
+
+// add counts the pod endpoints of s, or takes them away (by -1).
+func (p shownPods) add(s *discoveryv1.EndpointSlice, by int) {
+	for _, e := range s.Endpoints {
+		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" {
+			continue
+		}
+		c := p[e.TargetRef.Name]
+		if c == nil {
+			c = &shownCounts{}
+			p[e.TargetRef.Name] = c
+		}
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			c.ready += by
+		} else {
+			c.notReady += by
+		}
+		if c.ready <= 0 && c.notReady <= 0 {
+			delete(p, e.TargetRef.Name)
+		}
+	}
+}
+
+// state is what the counted slices show of the pod.
+func (p shownPods) state(pod string) string {
+	switch c := p[pod]; {
+	case c == nil:
+		return Absent
+	case c.ready > 0:
+		return Ready
+	}
+	return NotReady
+}
+
 // sliceClocks keeps, per Service key, the pods whose state its slices must still show.
 type sliceClocks struct {
 	t      *convergence.Tracker
 	reader client.Reader
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending: Service key → pod → the state its slices must show.
 	pending map[string]map[string]string
+	// shown: Service key → what its managed slices show of each pod.
+	shown map[string]shownPods
 }
 
 // watchConvergence adds the rule's handlers to the shared informers of Pods, Services and
 // EndpointSlices, the three kinds the controller already watches.
 func watchConvergence(ctx context.Context, c cache.Cache, t *convergence.Tracker) (func(), error) {
-	w := &sliceClocks{t: t, reader: unsafeReader{c}, pending: map[string]map[string]string{}}
+	w := &sliceClocks{t: t, reader: unsafeReader{c}, pending: map[string]map[string]string{}, shown: map[string]shownPods{}}
 	type registration struct {
 		informer cache.Informer
 		reg      toolscache.ResourceEventHandlerRegistration
@@ -167,13 +193,15 @@ func watchConvergence(ctx context.Context, c cache.Cache, t *convergence.Tracker
 			},
 		}},
 		{&discoveryv1.EndpointSlice{}, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.sliceChanged(ctx, obj) },
-			UpdateFunc: func(_, obj any) { w.sliceChanged(ctx, obj) },
+			AddFunc: func(obj any) { w.sliceChanged(nil, obj) },
+			UpdateFunc: func(old, obj any) {
+				w.sliceChanged(old, obj)
+			},
 			DeleteFunc: func(obj any) {
 				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 					obj = tomb.Obj
 				}
-				w.sliceChanged(ctx, obj)
+				w.sliceChanged(obj, nil)
 			},
 		}},
 	} {
@@ -221,7 +249,7 @@ func (w *sliceClocks) podChanged(ctx context.Context, old, cur *corev1.Pod) {
 		if was == is {
 			continue
 		}
-		w.want(ctx, key.Namespace, key.Name, map[string]string{podName(old, cur): is})
+		w.want(key.String(), map[string]string{podName(old, cur): is})
 	}
 }
 
@@ -242,15 +270,14 @@ func (w *sliceClocks) serviceChanged(ctx context.Context, svc *corev1.Service) {
 		}
 	}
 	if len(want) > 0 {
-		w.want(ctx, svc.Namespace, svc.Name, want)
+		w.want(convergence.Key(svc), want)
 	}
 }
 
-// want makes the pods pending for the Service key and checks them against its slices at
-// once (the controller may have written them before this handler saw the pod's event); the
-// clock starts when some are not shown yet.
-func (w *sliceClocks) want(ctx context.Context, namespace, name string, states map[string]string) {
-	key := namespace + "/" + name
+// want makes the pods pending for the Service key, unless its slices show them so already
+// (the controller may have written them before this handler saw the pod's event); the clock
+// starts when some are left.
+func (w *sliceClocks) want(key string, states map[string]string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pending := w.pending[key]
@@ -258,47 +285,67 @@ func (w *sliceClocks) want(ctx context.Context, namespace, name string, states m
 		pending = map[string]string{}
 		w.pending[key] = pending
 	}
+	pods := make([]string, 0, len(states))
 	for pod, state := range states {
 		pending[pod] = state
+		pods = append(pods, pod)
 	}
-	if w.check(ctx, namespace, name) {
+	if w.check(key, pods) {
 		w.t.Start(key)
 	}
 }
 
-// sliceChanged checks the pending pods of the slice's Service against its slices, when it
-// has some.
-func (w *sliceClocks) sliceChanged(ctx context.Context, obj any) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return
-	}
+// sliceChanged counts what a managed slice shows in place of what it showed (old: nil for a
+// new slice; cur: nil for a deleted one), then checks the pending pods of its Service (both,
+// if it moved) that the slice names: only those can have changed state.
+func (w *sliceClocks) sliceChanged(old, cur any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.check(ctx, s.Namespace, s.Labels[discoveryv1.LabelServiceName])
+	touched := map[string][]string{}
+	for _, c := range []struct {
+		obj any
+		by  int
+	}{{old, -1}, {cur, 1}} {
+		s, ok := c.obj.(*discoveryv1.EndpointSlice)
+		if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
+			continue
+		}
+		key := s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]
+		shown := w.shown[key]
+		if shown == nil {
+			shown = shownPods{}
+			w.shown[key] = shown
+		}
+		shown.add(s, c.by)
+		if len(shown) == 0 {
+			delete(w.shown, key)
+		}
+		if len(w.pending[key]) > 0 {
+			for _, e := range s.Endpoints {
+				if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+					touched[key] = append(touched[key], e.TargetRef.Name)
+				}
+			}
+		}
+	}
+	// Both counted first: an endpoint moved within the slice is not absent in between.
+	for key, pods := range touched {
+		w.check(key, pods)
+	}
 }
 
-// check drops the pending pods of the Service that its slices show as wanted, and stops its
-// clock when none is left; it reports whether some are left. w.mu is held.
-func (w *sliceClocks) check(ctx context.Context, namespace, name string) bool {
-	key := namespace + "/" + name
+// check drops those of pods pending for the Service that its slices show as wanted, and
+// stops its clock when none is left; it reports whether some are left. w.mu is held.
+func (w *sliceClocks) check(key string, pods []string) bool {
 	pending := w.pending[key]
 	if len(pending) == 0 {
 		return false
 	}
-	list := &discoveryv1.EndpointSliceList{}
-	if err := w.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{
-		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy,
-	}); err != nil {
-		return true
-	}
-	slices := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		slices[i] = &list.Items[i]
-	}
-	done, _ := EndpointsShow(pending, slices)
-	for _, pod := range done {
-		delete(pending, pod)
+	shown := w.shown[key]
+	for _, pod := range pods {
+		if state, ok := pending[pod]; ok && shown.state(pod) == state {
+			delete(pending, pod)
+		}
 	}
 	if len(pending) > 0 {
 		return true
@@ -308,7 +355,8 @@ func (w *sliceClocks) check(ctx context.Context, namespace, name string) bool {
 	return false
 }
 
-// forget drops a deleted Service's clock and pending pods.
+// forget drops a deleted Service's clock and pending pods (what its slices show stays until
+// their own deletes).
 func (w *sliceClocks) forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

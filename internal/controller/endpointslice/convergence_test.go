@@ -7,7 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/kcm/kcm/internal/convergence"
 )
 
 func TestEndpointState(t *testing.T) {
@@ -89,5 +92,72 @@ func TestEndpointsShow(t *testing.T) {
 				t.Errorf("EndpointsShow = %v, %v; want %v, %v", done, waiting, tc.done, tc.waiting)
 			}
 		})
+	}
+}
+
+// The clocks of sliceClocks, fed events by hand: pending pods against the counted slices.
+func TestSliceClocks(t *testing.T) {
+	var observed []float64
+	w := &sliceClocks{t: convergence.NewTracker(Convergence, clock.RealClock{}, func(s float64) { observed = append(observed, s) }),
+		pending: map[string]map[string]string{}, shown: map[string]shownPods{}}
+	slice := func(name string, eps map[string]bool) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{discoveryv1.LabelManagedBy: ManagedBy, discoveryv1.LabelServiceName: "web"}}}
+		for pod, ready := range eps {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.1"},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}})
+		}
+		return s
+	}
+	running := func() bool { return !w.t.State("ns/web").Since.IsZero() }
+
+	empty := slice("web-1", nil)
+	w.sliceChanged(nil, empty)
+	w.want("ns/web", map[string]string{"a": Ready})
+	if !running() {
+		t.Fatal("a pod to show ready, not in the slices: the clock runs")
+	}
+	// Another Service's slice, and an unmanaged one, change nothing.
+	other := slice("other-1", map[string]bool{"a": true})
+	other.Labels[discoveryv1.LabelServiceName] = "other"
+	w.sliceChanged(nil, other)
+	unmanaged := slice("mirror-1", map[string]bool{"a": true})
+	unmanaged.Labels[discoveryv1.LabelManagedBy] = "someone-else"
+	w.sliceChanged(nil, unmanaged)
+	notReady := slice("web-1", map[string]bool{"a": false})
+	w.sliceChanged(empty, notReady)
+	if !running() || len(observed) != 0 {
+		t.Fatalf("shown not ready: still running (observed %v)", observed)
+	}
+	ready := slice("web-1", map[string]bool{"a": true})
+	w.sliceChanged(notReady, ready)
+	if running() || len(observed) != 1 {
+		t.Fatalf("shown ready: the clock stops, one observation (observed %v)", observed)
+	}
+
+	// The controller wrote the slice before this handler saw the pod's event: no clock.
+	w.want("ns/web", map[string]string{"a": Ready})
+	if running() || len(observed) != 1 {
+		t.Fatalf("already shown: no clock (observed %v)", observed)
+	}
+
+	// Deleted: absent wanted; the endpoint moving to another slice of the Service is still there.
+	w.want("ns/web", map[string]string{"a": Absent})
+	moved := slice("web-2", map[string]bool{"a": true})
+	w.sliceChanged(nil, moved)
+	w.sliceChanged(ready, slice("web-1", nil))
+	if !running() {
+		t.Fatal("still listed in web-2: the clock runs")
+	}
+	w.sliceChanged(moved, nil)
+	if running() || len(observed) != 2 {
+		t.Fatalf("listed nowhere: the clock stops (observed %v)", observed)
+	}
+
+	// A deleted Service forgets its clock.
+	w.want("ns/web", map[string]string{"b": Ready})
+	w.forget("ns/web")
+	if running() || len(w.pending) != 0 {
+		t.Fatal("a deleted Service keeps its clock")
 	}
 }
