@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Timeout is how long expectations are trusted: past it, a lost watch event no longer
@@ -94,4 +96,41 @@ func (e *Expectations) Forget(owner types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.byKey, owner)
+}
+
+// Pending is what owner still waits to observe: creations, deletions, and since when; ok is
+// false when nothing holds its syncs back (none pending, or they timed out).
+func (e *Expectations) Pending(owner types.NamespacedName) (creations, deletions int, since time.Time, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, found := e.byKey[owner]
+	if !found || (r.adds <= 0 && len(r.deletions) == 0) || e.clock.Since(r.since) > Timeout {
+		return 0, 0, time.Time{}, false
+	}
+	return max(r.adds, 0), len(r.deletions), r.since, true
+}
+
+// Views reads the pending expectations of a key ("namespace/name") in es for the owner's
+// per-object view (track.Controller.ExpectationsFrom): their sum, since the oldest; nil when
+// none is pending. A controller keeping creations and deletions apart passes both.
+func Views(es ...*Expectations) func(key string) *track.Expectations {
+	return func(key string) *track.Expectations {
+		owner := track.ParseKey(key)
+		var v *track.Expectations
+		for _, e := range es {
+			c, d, since, ok := e.Pending(owner)
+			if !ok {
+				continue
+			}
+			if v == nil {
+				v = &track.Expectations{Since: since}
+			}
+			v.Creations += c
+			v.Deletions += d
+			if since.Before(v.Since) {
+				v.Since = since
+			}
+		}
+		return v
+	}
 }

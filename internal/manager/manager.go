@@ -20,11 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kcm/kcm/internal/options"
 	"github.com/kcm/kcm/internal/procmetrics"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // What kcm's own identity (kubeadm's user system:kube-controller-manager, or the ServiceAccount
@@ -98,7 +100,8 @@ func SetRateLimit(cfg *rest.Config, qps float32, burst int) {
 	}
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil
 	if qps > 0 {
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		// Timed per sync for the per-object views (track.RateLimiter); the bucket is as is.
+		cfg.RateLimiter = track.RateLimiter(flowcontrol.NewTokenBucketRateLimiter(qps, burst))
 	}
 }
 
@@ -177,6 +180,12 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	for _, m := range mutate {
 		m(&mo)
 	}
+	// Every controller's logger derives from the manager's: track's sink learns from it which
+	// controller and key a sync's context belongs to, and records the sync's error.
+	if mo.Logger.GetSink() == nil {
+		mo.Logger = ctrllog.Log
+	}
+	mo.Logger = track.Logger(mo.Logger)
 	mgr, err := ctrlmanager.New(cfg, mo)
 	if err != nil {
 		informers.Release()

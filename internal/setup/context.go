@@ -20,6 +20,7 @@ import (
 
 	kcmmanager "github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/options"
+	"github.com/kcm/kcm/internal/track"
 	"github.com/kcm/kcm/internal/version"
 )
 
@@ -231,7 +232,8 @@ func (c *Context) NewClient(cfg *rest.Config, cached bool) (client.Client, error
 	if err != nil {
 		return nil, fmt.Errorf("building client for %s: %w", name, err)
 	}
-	return cl, nil
+	// A sync that finds its own object gone drops the object's view (internal/track).
+	return track.Client(cl), nil
 }
 
 // RootCA is the CA bundle published as kube-root-ca.crt and as tokens' ca.crt:

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcm/kcm/internal/procmetrics"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Queue is a controller.Options NewQueue that names the controller's work queue as
@@ -23,12 +24,27 @@ func Queue(name string) func(string, workqueue.TypedRateLimiter[reconcile.Reques
 }
 
 // TypedQueue is Queue for a controller of typed requests.
+//
+// A queue of reconcile.Requests also records each key's queue state and last syncs in the
+// controller's per-object views (track.For(controllerName).Queue), and starts them afresh.
+// Queues of other requests (the garbage collector's, storage-version-migrator's,
+// serviceaccount-token's) are not tracked: their items are not an object's key.
 func TypedQueue[T comparable](name string) func(string, workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
 	return func(controllerName string, rateLimiter workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
-		return priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {
+		rl, tracked := any(rateLimiter).(workqueue.TypedRateLimiter[reconcile.Request])
+		var views *track.Controller
+		if tracked {
+			views = track.For(controllerName)
+			rateLimiter = any(views.RateLimiter(rl)).(workqueue.TypedRateLimiter[T])
+		}
+		q := priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {
 			o.Log = ctrl.Log.WithValues("controller", controllerName)
 			o.RateLimiter = rateLimiter
 			o.MetricProvider = procmetrics.WorkqueueProvider()
 		})
+		if tracked {
+			return any(views.Queue(any(q).(priorityqueue.PriorityQueue[reconcile.Request]), rl)).(workqueue.TypedRateLimitingInterface[T])
+		}
+		return q
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kcm/kcm/internal/convergence"
 	"github.com/kcm/kcm/internal/features"
 	"github.com/kcm/kcm/internal/index"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Selection is the outcome of --controllers.
@@ -115,6 +116,9 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	if err := index.Register(context.Background(), ctx.Manager.GetFieldIndexer(), indexes); err != nil {
 		return nil, err
 	}
+	// Every tracked controller's per-object views (internal/track), leader only as upstream's
+	// debug handlers, at /debug/controllers/<controller>/objects/...
+	ctx.DebugHandler(track.DebugPath, track.Handler())
 	var started []string
 	wanting := map[string]string{}
 	actedOn, unused := map[string]bool{}, map[string]bool{}

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Guard is upstream's stale-controller consistency store (the StaleControllerConsistency*
@@ -246,4 +248,36 @@ func Skipped(subsystem, resource string) (float64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// View is the stale-cache wait the Guard holds the owner with key ("namespace/name") in, for
+// its per-object view (track.Controller.StaleFrom): the first resource whose cache is behind
+// the controller's write, as Stale decides (without counting a skip); nil when none is, or
+// for a nil Guard.
+func (g *Guard) View(key string) *track.Stale {
+	if g == nil {
+		return nil
+	}
+	owner := track.ParseKey(key)
+	g.mu.Lock()
+	var writes map[schema.GroupResource]Write
+	if o := g.owners[owner]; o != nil {
+		writes = maps.Clone(o.writes)
+	}
+	g.mu.Unlock()
+	now := g.Clock.Now()
+	order := slices.SortedFunc(maps.Keys(writes), func(a, b schema.GroupResource) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+	})
+	for _, gr := range order {
+		w := writes[gr]
+		read := ""
+		if f := g.stores[gr]; f != nil {
+			read = f()
+		}
+		if DecideWrite(w, read, now, g.MaxWait) == Behind {
+			return &track.Stale{Resource: gr.String(), Written: w.RV, Seen: read, Since: w.At}
+		}
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/staleness"
+	"github.com/kcm/kcm/internal/track"
 )
 
 const (
@@ -442,6 +443,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
 	}
 	r.init()
+	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
+	track.For(ControllerName).ExpectationsFrom(expectations.Views(r.creations, r.deletions))
+	track.For(ControllerName).StaleFrom(r.Stale.View)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		t := time.NewTicker(backoffGCInterval)
 		defer t.Stop()

@@ -34,6 +34,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/staleness"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Reconciler runs the pods of one Job and keeps its status.
@@ -493,6 +494,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return fmt.Errorf("%s: Client, APIReader and Recorder are required", ControllerName)
 	}
 	r.init()
+	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
+	track.For(ControllerName).ExpectationsFrom(expectations.Views(r.expectations))
+	track.For(ControllerName).StaleFrom(r.Stale.View)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&batchv1.Job{}, &jobHandler{r: r}).

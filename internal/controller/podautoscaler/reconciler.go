@@ -31,6 +31,7 @@ import (
 
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/staleness"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // ControllerName is upstream's name of the controller.
@@ -339,6 +340,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		return errors.New(ControllerName + ": the sync period must be positive")
 	}
 	r.prepare()
+	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
+	track.For(ControllerName).StaleFrom(r.Stale.View)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(updatesSynced(r.Generation))).

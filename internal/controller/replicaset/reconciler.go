@@ -29,6 +29,7 @@ import (
 	"github.com/kcm/kcm/internal/patch"
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/staleness"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // Reconciler keeps the pods of one ReplicaSet (or ReplicationController) in line.
@@ -251,6 +252,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.expectations = expectations.New(r.Clock)
+	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
+	track.For(r.Kind.ControllerName).ExpectationsFrom(expectations.Views(r.expectations))
+	track.For(r.Kind.ControllerName).StaleFrom(r.Stale.View)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.ControllerName).
 		For(r.Kind.New()).

@@ -35,6 +35,7 @@ import (
 	"github.com/kcm/kcm/internal/pod"
 	"github.com/kcm/kcm/internal/slowstart"
 	"github.com/kcm/kcm/internal/staleness"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // ControllerName is upstream's controller and client name.
@@ -493,6 +494,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.revisionEqualities = newRevisionEqualities()
+	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
+	track.For(ControllerName).StaleFrom(r.Stale.View)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appsv1.StatefulSet{}).
