@@ -11,7 +11,7 @@ import (
 )
 
 // Client wraps a controller's client so that a sync finding its own object gone (a Get of
-// the key being synced, of the controller's For kind, returning NotFound) drops the object's
+// the key being synced, of the controller's For kind or ObjectsOf's, returning NotFound) drops the object's
 // view once the sync ends. (An embedding wrapper rather than controller-runtime's
 // interceptor, which needs a client.WithWatch.)
 func Client(cl client.Client) client.Client {
@@ -25,8 +25,9 @@ type goneClient struct {
 func (c *goneClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := c.Client.Get(ctx, key, obj, opts...)
 	if err != nil && apierrors.IsNotFound(err) {
-		if s, ok := keyOf(ctx); ok && s.key == key && s.kind != "" {
-			if gvk, gerr := apiutil.GVKForObject(obj, c.Scheme()); gerr == nil && gvk.Kind == s.kind && gvk.Group == s.group {
+		if s, ok := keyOf(ctx); ok && s.key == key {
+			gk := s.c.objectKind(s.group, s.kind)
+			if gvk, gerr := apiutil.GVKForObject(obj, c.Scheme()); gk.Kind != "" && gerr == nil && gvk.GroupKind() == gk {
 				s.c.goneObject(key)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,6 +28,9 @@ type Controller struct {
 	stale        func(key string) *Stale
 	convergence  func(key string) *Convergence
 
+	// kind is the kind of the objects the controller's keys name, for a controller built
+	// without For (its logger then does not say): ObjectsOf.
+	kind schema.GroupKind
 	// clock reads time for the views (a fake clock in tests).
 	clock clock.PassiveClock
 	// tracked: the controller's work queue was built through Queue (its views are recorded).
@@ -141,6 +145,26 @@ func (c *Controller) ConvergenceFrom(f func(key string) *Convergence) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.convergence = f
+}
+
+// ObjectsOf says which kind of object the controller's keys name, for a controller built with
+// Watches only (controller-runtime's builder gives the others' kind to their logger): a sync
+// finding its object of that kind gone then drops its view, rather than leaving it to the
+// MaxObjects cap.
+func (c *Controller) ObjectsOf(gk schema.GroupKind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kind = gk
+}
+
+// objectKind is the kind of the objects the keys name: the logger's, else ObjectsOf's.
+func (c *Controller) objectKind(group, kind string) schema.GroupKind {
+	if kind != "" {
+		return schema.GroupKind{Group: group, Kind: kind}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kind
 }
 
 // reset forgets every view: a new work queue (a new manager, a new term as leader) starts

@@ -15,7 +15,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -443,5 +445,54 @@ func BenchmarkSync(b *testing.B) {
 		q.GetWithPriority()
 		q.Forget(r)
 		q.Done(r)
+	}
+}
+
+func TestGoneObjectOfAControllerWithoutFor(t *testing.T) {
+	f := newFixture(t)
+	// The builder's logger of a controller built with Watches only: no kind.
+	f.log = Logger(funcr.New(func(string, string) {}, funcr.Options{})).WithValues("controller", f.c.name)
+	cl := Client(fake.NewClientBuilder().Build())
+	r := req("ns", "gone")
+	get := func() {
+		f.sync(r, time.Second, func(log logr.Logger) {
+			_ = cl.Get(logr.NewContext(context.Background(), log), r.NamespacedName, &corev1.Pod{})
+			f.q.Forget(r)
+		})
+	}
+	get()
+	if _, ok := f.c.View("ns/gone"); !ok {
+		t.Fatal("dropped with no kind to compare with")
+	}
+	f.c.ObjectsOf(schema.GroupKind{Kind: "Pod"})
+	get()
+	if _, ok := f.c.View("ns/gone"); ok {
+		t.Error("the view of a deleted object of the ObjectsOf kind is kept")
+	}
+}
+
+// TestMountedBesideAControllersOwnDebugPath mounts the views as setup.Context.DebugHandler
+// does, beside a controller's own handler at /debug/controllers/<name> (the garbage
+// collector's graph): each path reaches its own.
+func TestMountedBesideAControllersOwnDebugPath(t *testing.T) {
+	f := newFixture(t)
+	f.q.Add(req("ns", "a"))
+	m := mux.NewPathRecorderMux("test")
+	views := http.StripPrefix(DebugPath, Handler())
+	m.UnlistedHandle(DebugPath, views)
+	m.UnlistedHandlePrefix(DebugPath+"/", views)
+	own := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "graph") })
+	m.UnlistedHandle(DebugPath+"/garbage-collector-controller", own)
+	m.UnlistedHandlePrefix(DebugPath+"/garbage-collector-controller/", own)
+	for path, want := range map[string]string{
+		DebugPath + "/garbage-collector-controller":       "graph",
+		DebugPath + "/garbage-collector-controller/graph": "graph",
+		DebugPath + "/" + f.c.name + "/objects/ns/a":      `"state": "Queued"`,
+	} {
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("GET %s: %d %s, want %s", path, rec.Code, rec.Body.String(), want)
+		}
 	}
 }

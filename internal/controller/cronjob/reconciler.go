@@ -23,6 +23,7 @@ import (
 
 	"github.com/kcm/kcm/internal/index"
 	"github.com/kcm/kcm/internal/patch"
+	"github.com/kcm/kcm/internal/track"
 )
 
 const (
@@ -270,6 +271,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	// Built without For: the per-object views learn the kind of the keys here.
+	track.For(ControllerName).ObjectsOf(batchv1.SchemeGroupVersion.WithKind("CronJob").GroupKind())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&batchv1.CronJob{}, r.cronJobHandler()).

@@ -497,6 +497,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// What the per-object view (/debug/controllers/<controller>/objects/...) shows of a key.
 	track.For(ControllerName).ExpectationsFrom(expectations.Views(r.expectations))
 	track.For(ControllerName).StaleFrom(r.Stale.View)
+	track.For(ControllerName).ObjectsOf(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind()) // built without For
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&batchv1.Job{}, &jobHandler{r: r}).
