@@ -87,6 +87,10 @@ type PhaseResult struct {
 	LiveHeapBytes int64 `json:"liveHeapBytes"`
 	HeapGoalBytes int64 `json:"heapGoalBytes"`
 	HeapHeldBytes int64 `json:"heapHeldBytes"`
+	// ObjectViews and ObjectViewsBytes are kcm's per-object views at the phase's end, over
+	// every controller (kcm_object_views, kcm_object_views_bytes; upstream has none: 0).
+	ObjectViews      int64 `json:"objectViews,omitempty"`
+	ObjectViewsBytes int64 `json:"objectViewsBytes,omitempty"`
 	// PodsCreated counts pods that came into being during the phase; PodsPerSecond is that
 	// over the phase's wall time.
 	PodsCreated   int     `json:"podsCreated"`
@@ -271,6 +275,10 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		fmt.Printf("bench: %s: %s took %.1f s (settled in %.1f s), %.0f API requests (%.0f Event writes), %.1f CPU s, RSS %.0f MiB (peak so far %.0f MiB; Go heap live %.0f, GC goal %.0f, held %.0f MiB); control plane %.1f CPU s, machine %.1f CPU s\n",
 			m.Name, ph.name, pr.WallSeconds, pr.SettleSeconds, pr.Requests, pr.EventWrites, pr.CPUSeconds, mib(pr.SettledRSSBytes), mib(pr.PeakRSSBytes),
 			mib(pr.LiveHeapBytes), mib(pr.HeapGoalBytes), mib(pr.HeapHeldBytes), pr.ControlPlaneCPUSeconds, pr.MachineCPUSeconds)
+		if pr.ObjectViews > 0 {
+			fmt.Printf("bench: %s: %s: %d per-object views, %.1f MiB (%.1f%% of peak RSS)\n",
+				m.Name, ph.name, pr.ObjectViews, mib(pr.ObjectViewsBytes), 100*float64(pr.ObjectViewsBytes)/float64(max(pr.PeakRSSBytes, 1)))
+		}
 		prev = end
 
 		if ph.name == "create" && cfg.Quiet > 0 {
@@ -343,15 +351,17 @@ const quietPhase = "quiet"
 // the CPU time of the control plane and of the machine between them.
 func phaseResult(name string, from, to sample) *PhaseResult {
 	return &PhaseResult{
-		Name:            name,
-		Requests:        to.metrics.requests - from.metrics.requests,
-		EventWrites:     to.events - from.events,
-		CPUSeconds:      (to.usage.CPU - from.usage.CPU).Seconds(),
-		PeakRSSBytes:    to.usage.PeakRSS,
-		SettledRSSBytes: to.usage.RSS,
-		LiveHeapBytes:   int64(to.metrics.heapLive),
-		HeapGoalBytes:   int64(to.metrics.heapGoal),
-		HeapHeldBytes:   int64(to.metrics.heapHeld),
+		Name:             name,
+		Requests:         to.metrics.requests - from.metrics.requests,
+		EventWrites:      to.events - from.events,
+		CPUSeconds:       (to.usage.CPU - from.usage.CPU).Seconds(),
+		PeakRSSBytes:     to.usage.PeakRSS,
+		SettledRSSBytes:  to.usage.RSS,
+		LiveHeapBytes:    int64(to.metrics.heapLive),
+		HeapGoalBytes:    int64(to.metrics.heapGoal),
+		HeapHeldBytes:    int64(to.metrics.heapHeld),
+		ObjectViews:      int64(to.metrics.views),
+		ObjectViewsBytes: int64(to.metrics.viewsBytes),
 
 		ControlPlaneCPUSeconds: (to.controlPlane - from.controlPlane).Seconds(),
 		MachineCPUSeconds:      (to.machine - from.machine).Seconds(),
