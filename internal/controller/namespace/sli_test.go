@@ -49,7 +49,7 @@ var _ = Describe("namespace-controller's convergence SLIs", func() {
 		Eventually(func() uint64 { n, _ := observed(); return n }).Should(Equal(count + 1))
 		_, gotSum := observed()
 		Expect(gotSum-sum).To(BeNumerically(">=", 1), "the Namespace was held a second")
-		Expect(gotSum-sum).To(BeNumerically("<", 30))
+		Expect(gotSum - sum).To(BeNumerically("<", 30))
 		Expect(tracker.State(ns).Since.IsZero()).To(BeTrue(), "a Namespace gone is forgotten")
 	})
 })
