@@ -20,8 +20,8 @@ var Convergence = convergence.Rule{
 
 // Converged is deployment-controller's rule: the Deployment is Complete as `kubectl rollout
 // status` sees it (the status observes the current generation, every replica of spec.replicas
-// is updated and available, no old replica is left, Progressing says NewReplicaSetAvailable),
-// with why not in a few words.
+// is updated and available, no old replica is left, Progressing says NewReplicaSetAvailable
+// when the Deployment has a progress deadline), with why not in a few words.
 func Converged(d *appsv1.Deployment) (bool, string) {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
@@ -38,7 +38,10 @@ func Converged(d *appsv1.Deployment) (bool, string) {
 	case s.AvailableReplicas != want:
 		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, want)
 	}
-	if c := getCondition(s, appsv1.DeploymentProgressing); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonNewRSAvailable {
+	// Without a progress deadline (MaxInt32) the controller keeps no Progressing condition,
+	// as upstream: the counts are all there is.
+	if c := getCondition(s, appsv1.DeploymentProgressing); hasProgressDeadline(d) &&
+		(c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonNewRSAvailable) {
 		return false, "not Complete: Progressing is not NewReplicaSetAvailable"
 	}
 	return true, fmt.Sprintf("complete: %d replicas updated and available", want)

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"math"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,7 +12,7 @@ import (
 func TestConverged(t *testing.T) {
 	complete := func() *appsv1.Deployment {
 		return &appsv1.Deployment{
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), ProgressDeadlineSeconds: ptr.To[int32](600)},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
 				Conditions: []appsv1.DeploymentCondition{
 					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: reasonMinimumReplicasAvailable},
@@ -35,6 +36,15 @@ func TestConverged(t *testing.T) {
 			d.Status.Conditions[1].Status, d.Status.Conditions[1].Reason = corev1.ConditionFalse, reasonTimedOut
 		}, false},
 		{"no Progressing condition", func(d *appsv1.Deployment) { d.Status.Conditions = d.Status.Conditions[:1] }, false},
+		{"no progress deadline, no Progressing condition", func(d *appsv1.Deployment) {
+			d.Spec.ProgressDeadlineSeconds = ptr.To[int32](math.MaxInt32)
+			d.Status.Conditions = d.Status.Conditions[:1]
+		}, true},
+		{"no progress deadline, a replica unavailable", func(d *appsv1.Deployment) {
+			d.Spec.ProgressDeadlineSeconds = ptr.To[int32](math.MaxInt32)
+			d.Status.Conditions = d.Status.Conditions[:1]
+			d.Status.AvailableReplicas = 2
+		}, false},
 		{"no status yet", func(d *appsv1.Deployment) { d.Generation = 1; d.Status = appsv1.DeploymentStatus{} }, false},
 		{"replicas unset means one", func(d *appsv1.Deployment) {
 			d.Spec.Replicas = nil
