@@ -22,11 +22,12 @@ import (
 // namespace and name: a reconciler's own WithValues("name", ...) later does not change it.
 // Loggers derived from it only copy the sink (a few words), once per reconcile.
 func Logger(l logr.Logger) logr.Logger {
-	inner := l.GetSink()
-	if inner == nil {
+	if l.GetSink() == nil {
 		return l
 	}
-	return l.WithSink(wrap(&sink{}, inner))
+	// Through WithValues: controller-runtime's delegating root sink (ctrl.Log) cannot be told
+	// of the frame this sink adds, the sink it derives once the logger is set (klog's) can.
+	return l.WithSink(wrap(&sink{}, l.GetSink().WithValues()))
 }
 
 type sink struct {
