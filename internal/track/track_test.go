@@ -533,3 +533,25 @@ var (
 	setRootOnce sync.Once
 	rootLines   = func(string) {}
 )
+
+// BenchmarkSyncUntracked is BenchmarkSync's loop on the queue alone: the difference is what
+// the views cost a sync.
+func BenchmarkSyncUntracked(b *testing.B) {
+	limiter := workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	fq := &fakeQueue{rl: limiter}
+	var q priorityqueue.PriorityQueue[reconcile.Request] = fq
+	reqs := make([]reconcile.Request, 1000)
+	for i := range reqs {
+		reqs[i] = req("ns", fmt.Sprintf("pod-%d", i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := reqs[i%len(reqs)]
+		q.AddWithOpts(priorityqueue.AddOpts{}, r)
+		fq.next = r
+		q.GetWithPriority()
+		q.Forget(r)
+		q.Done(r)
+	}
+}
