@@ -7,6 +7,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kcm/kcm/internal/track"
@@ -40,6 +41,7 @@ func (l *listener) Start(ctx context.Context) error {
 			return fmt.Errorf("convergence of %s: %w", t.rule.Controller, err)
 		}
 		t.listen(l.cache)
+		logStarted(t)
 		<-ctx.Done()
 		t.listen(nil)
 		remove()
@@ -78,10 +80,18 @@ func (l *listener) Start(ctx context.Context) error {
 		return nil // stopping
 	}
 	t.listen(l.cache)
+	logStarted(t)
 	<-ctx.Done()
 	t.listen(nil)
 	_ = informer.RemoveEventHandler(reg)
 	return nil
+}
+
+// logStarted says, once the handlers have seen the informer's initial list, that from now
+// on a new object's clock starts at its Add (one created before is listed, and its first
+// convergence is not observed).
+func logStarted(t *Tracker) {
+	log.Log.WithName("convergence").Info("Convergence clocks started", "controller", t.rule.Controller)
 }
 
 // listen records the cache whose informer the handlers listen to; nil: they stopped, and
