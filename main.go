@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/mux"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/debugz"
+	"github.com/kcm/kcm/internal/explain"
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/memlimit"
@@ -32,6 +34,16 @@ func main() {
 }
 
 func run(args []string) error {
+	// `kcm explain ...`, and `kubectl kcm explain ...` (kubectl runs the plugin kubectl-kcm
+	// with the arguments after "kcm"): a client command, before the controller manager's
+	// flags (none of which is named explain).
+	if len(args) > 0 && args[0] == "explain" {
+		os.Exit(explain.Run(args[1:], os.Stdout, os.Stderr))
+	}
+	if filepath.Base(os.Args[0]) == "kubectl-kcm" {
+		fmt.Fprintln(os.Stderr, "kubectl kcm: the one subcommand is explain: kubectl kcm explain TYPE/NAME [-n NAMESPACE]")
+		os.Exit(explain.ExitError)
+	}
 	// klog with its defaults until the flags are applied (the standard library's log goes
 	// through it too), flushed once more when run returns: main may exit right after.
 	logs.InitLogs()

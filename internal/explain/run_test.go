@@ -1,0 +1,138 @@
+package explain_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kcm/kcm/internal/explain"
+)
+
+// result is one run of the command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// run runs `kcm explain args...` with the kubeconfig.
+func run(kubeconfig string, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := explain.Run(append(args, "--kubeconfig="+kubeconfig), &stdout, &stderr)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func report(r result) explain.Report {
+	GinkgoHelper()
+	var rep explain.Report
+	Expect(json.Unmarshal([]byte(r.stdout), &rep)).To(Succeed(), "%s", r)
+	return rep
+}
+
+// expectError: exit 2, nothing on stdout, one line on stderr naming what.
+func expectError(r result, what string) {
+	GinkgoHelper()
+	Expect(r.code).To(Equal(explain.ExitError), "%s", r)
+	Expect(r.stdout).To(BeEmpty(), "%s", r)
+	line := strings.TrimSuffix(r.stderr, "\n")
+	Expect(line).To(HavePrefix("kcm explain: "), "%s", r)
+	Expect(line).NotTo(ContainSubstring("\n"), "one line: %s", r)
+	Expect(line).To(ContainSubstring(what), "%s", r)
+}
+
+var _ = Describe("kcm explain", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = env.Namespace(ctx, "explain") })
+
+	It("names a ReplicaSet's FailedCreate for a Deployment, in -o json and the tree's first line, exit 1", func(ctx SpecContext) {
+		labels := map[string]string{"app": "web"}
+		tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}}}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
+		Expect(env.Client.Create(ctx, d)).To(Succeed())
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3), Selector: d.Spec.Selector, Template: tmpl}}
+		Expect(env.Client.Create(ctx, rs)).To(Succeed())
+		const quota = `pods "web-1-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`
+		Expect(env.Client.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1.1"},
+			InvolvedObject: corev1.ObjectReference{Kind: "ReplicaSet", APIVersion: "apps/v1", Namespace: ns, Name: rs.Name, UID: rs.UID},
+			Type:           corev1.EventTypeWarning, Reason: "FailedCreate", Message: "Error creating: " + quota,
+			Source: corev1.EventSource{Component: "replicaset-controller"}, LastTimestamp: metav1.Now(), Count: 1})).To(Succeed())
+
+		for _, target := range []string{"deployment/web", "deploy/web", "deployments/web", "deployment.apps/web"} {
+			r := run(admin, target, "-n", ns, "-o", "json")
+			Expect(r.code).To(Equal(explain.ExitNotConverged), "%s: %s", target, r)
+			rep := report(r)
+			Expect(rep.Object).To(Equal(explain.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}))
+			Expect(rep.Status).To(Equal(explain.InProgress))
+			Expect(rep.Converged).To(BeFalse())
+			Expect(rep.Causes).NotTo(BeEmpty(), "%s", r)
+			Expect(rep.Causes[0]).To(Equal(explain.Cause{Object: explain.Ref{Kind: "ReplicaSet", Namespace: ns, Name: "web-1"},
+				Reason: "FailedCreate", Message: "Error creating: " + quota}))
+			Expect(rep.Summary).To(Equal("Deployment/web InProgress: FailedCreate on ReplicaSet/web-1: Error creating: " + quota))
+			Expect(rep.Tree.Controller).To(Equal("deployment-controller"))
+			Expect(rep.Tree.Children).To(HaveExactElements(And(HaveField("Object.Name", "web-1"), HaveField("Controller", "replicaset-controller"),
+				HaveField("Desired", "3 replicas"))))
+			// No kcm runs: the Lease is missing, the tree is the API's view.
+			Expect(rep.Leader).NotTo(BeNil())
+			Expect(rep.Leader.Error).To(ContainSubstring("kube-controller-manager"))
+		}
+		tree := run(admin, "deployment/web", "-n", ns)
+		Expect(tree.code).To(Equal(explain.ExitNotConverged), "%s", tree)
+		first, rest, _ := strings.Cut(tree.stdout, "\n")
+		Expect(first).To(HavePrefix("Deployment/web InProgress: FailedCreate on ReplicaSet/web-1: "))
+		Expect(rest).To(ContainSubstring("ReplicaSet/web-1  InProgress  [replicaset-controller]"))
+		Expect(rest).To(ContainSubstring("cause: FailedCreate: Error creating: " + quota))
+	})
+
+	It("says Current and exits 0 for a converged object; the namespace defaults to the context's", func(ctx SpecContext) {
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})).To(Succeed())
+		r := run(admin, "cm/settings", "-n", ns, "-o", "yaml")
+		Expect(r.code).To(Equal(explain.ExitConverged), "%s", r)
+		Expect(r.stdout).To(ContainSubstring("summary: 'ConfigMap/settings Current: "))
+		r = run(admin, "namespace", ns)
+		Expect(r.code).To(Equal(explain.ExitConverged), "%s", r)
+		Expect(r.stdout).To(HavePrefix("Namespace/" + ns + " Current"))
+		Expect(run(admin, "ns/default").code).To(Equal(explain.ExitConverged))
+		// The context has no namespace: "default", where the object is not.
+		expectError(run(admin, "configmap/settings"), `"settings" not found in namespace "default"`)
+	})
+
+	It("refuses bad input with one line on stderr and exit 2", func(ctx SpecContext) {
+		expectError(run(admin, "frobnicator/x", "-n", ns), `doesn't have a resource type "frobnicator"`)
+		expectError(run(admin, "deployment/nothing-here", "-n", ns), `"nothing-here" not found`)
+		expectError(run(admin, "deployment/web", "-n", ns, "-o", "wide"), `unknown output format "wide"`)
+		expectError(run(admin, "deployment", "-n", ns), "want one object, TYPE/NAME")
+		expectError(run(admin, "deployment/web", "--no-such-flag"), "unknown flag: --no-such-flag")
+		expectError(run(nobody, "configmap/kube-root-ca.crt", "-n", ns), "forbidden")
+
+		By("an unreachable --kcm-url: the address in the line")
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		closed := l.Addr().String()
+		Expect(l.Close()).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})).To(Succeed())
+		expectError(run(admin, "service/kubernetes", "-n", "default", "--kcm-url", "https://"+closed, "--kcm-insecure-skip-tls-verify"), closed)
+	})
+
+	It("prints its usage on -h, exit 0", func() {
+		r := run(admin, "-h")
+		Expect(r.code).To(Equal(explain.ExitConverged))
+		Expect(r.stdout).To(ContainSubstring("Usage: kcm explain TYPE/NAME"))
+		Expect(r.stdout).To(ContainSubstring("--kcm-url"))
+	})
+})
