@@ -312,13 +312,16 @@ func TestTokenBucketWaitCountsForTheSyncedKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Outside a sync: counted nowhere.
-	if err := rl.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	waited := f.view("ns/a").RateLimiterWaitSeconds
 	if waited < 0.08 || waited > 0.5 {
 		t.Errorf("waited %.3f s, want about 0.1 s (two tokens at 20 QPS)", waited)
+	}
+	// Outside a sync (the bucket empty: this one waits too): counted nowhere.
+	if err := rl.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.view("ns/a").RateLimiterWaitSeconds; after != waited {
+		t.Errorf("a wait outside the sync added %.3f s to the key", after-waited)
 	}
 	if rl.QPS() != 20 {
 		t.Errorf("QPS = %v, want the bucket's", rl.QPS())
