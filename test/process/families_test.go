@@ -123,6 +123,35 @@ var _ = Describe("/metrics after a small workload", Ordered, ContinueOnFailure, 
 		Expect(wrong).To(BeEmpty(), "%s", counts)
 	})
 
+	It("serves kcm's own convergence families beside upstream's, one series per controller with a rule", func() {
+		// The gauges have a series per enabled controller with a rule from the start;
+		// service-lb-controller does not run without --cloud-provider.
+		want := []string{"deployment-controller", "endpointslice-controller", "job-controller", "namespace-controller",
+			"persistentvolume-binder-controller-claims", "replicaset-controller", "statefulset-controller"}
+		for _, name := range []string{"kcm_objects_not_converged", "kcm_oldest_not_converged_seconds"} {
+			f, ok := scraped[name]
+			Expect(ok).To(BeTrue(), "%s not served", name)
+			Expect(f.GetType()).To(Equal(dto.MetricType_GAUGE), name)
+			Expect(scrapedLabelNames(f)).To(Equal([]string{"controller"}), name)
+			var controllers []string
+			for _, m := range f.GetMetric() {
+				controllers = append(controllers, m.GetLabel()[0].GetValue())
+			}
+			Expect(controllers).To(ConsistOf(want), name)
+		}
+		// The histogram has series once something converged while the clocks looked (the
+		// workload may start before they do).
+		if f, ok := scraped["kcm_convergence_duration_seconds"]; ok {
+			Expect(f.GetType()).To(Equal(dto.MetricType_HISTOGRAM))
+			Expect(scrapedLabelNames(f)).To(Equal([]string{"controller"}))
+		}
+		for name := range scraped {
+			if strings.HasPrefix(name, "kcm_") {
+				Expect(upstream).NotTo(HaveKey(name), "kcm's own families never take an upstream name")
+			}
+		}
+	})
+
 	It("returns series for every query of the kubernetes-mixin controller-manager dashboard", func() {
 		panels := readMixinQueries()
 		Expect(panels).NotTo(BeEmpty())
