@@ -24,9 +24,26 @@ import (
 // delegation), or through the API server's pods/proxy to the leader's pod, found from the
 // Lease's holder.
 
-// viewReader reads one controller's view of a key: nil, nil when the controller has not
-// seen it (404).
-type viewReader func(ctx context.Context, controller, key string) (*track.View, error)
+// leaderSource is an HTTP GET of a path of the leader's secure port.
+type leaderSource func(ctx context.Context, path string) (code int, body []byte, err error)
+
+// probe checks the leader answers at all (/healthz, which kcm serves to anyone).
+func (get leaderSource) probe(ctx context.Context) error {
+	code, body, err := get(ctx, "/healthz")
+	switch {
+	case err != nil:
+		return err
+	case code != http.StatusOK:
+		return fmt.Errorf("/healthz: %d %s: %s", code, http.StatusText(code), oneLine(string(body)))
+	}
+	return nil
+}
+
+// view reads one controller's view of a key: nil, nil when the controller has not seen it
+// (404).
+func (get leaderSource) view(ctx context.Context, controller, key string) (*track.View, error) {
+	return decodeView(get(ctx, track.DebugPath+"/"+controller+"/objects/"+key))
+}
 
 // leaderLease is where kcm (and upstream) holds leadership.
 const (
@@ -35,10 +52,10 @@ const (
 	securePort      = 10257
 )
 
-// directReader reads views from the leader's secure port at url with the kubeconfig's
-// credentials (client certificate, bearer token, exec plugin), trusting caFile or nothing
-// (insecure) for kcm's usually self-signed serving certificate.
-func directReader(cfg *rest.Config, url, caFile string, insecure bool) (viewReader, error) {
+// direct reads the leader's secure port at url with the kubeconfig's credentials (client
+// certificate, bearer token, exec plugin), trusting caFile or nothing (insecure) for kcm's
+// usually self-signed serving certificate.
+func direct(cfg *rest.Config, url, caFile string, insecure bool) (leaderSource, error) {
 	c := rest.CopyConfig(cfg)
 	c.Host = url
 	c.APIPath = ""
@@ -53,7 +70,7 @@ func directReader(cfg *rest.Config, url, caFile string, insecure bool) (viewRead
 		return nil, fmt.Errorf("client for %s: %w", url, err)
 	}
 	base := strings.TrimSuffix(url, "/")
-	get := func(ctx context.Context, path string) (int, []byte, error) {
+	return func(ctx context.Context, path string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return 0, nil, err
@@ -65,33 +82,23 @@ func directReader(cfg *rest.Config, url, caFile string, insecure bool) (viewRead
 		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, body, err
-	}
-	return func(ctx context.Context, controller, key string) (*track.View, error) {
-		return decodeView(get(ctx, viewPath(controller, key)))
 	}, nil
 }
 
-// proxyReader reads views through the API server's proxy to pod's secure port.
-func proxyReader(cs kubernetes.Interface, pod string) viewReader {
-	return func(ctx context.Context, controller, key string) (*track.View, error) {
+// proxied reads the leader pod's secure port through the API server's pods/proxy, with the
+// user's rights on pods/proxy in kube-system.
+func proxied(cs kubernetes.Interface, pod string) leaderSource {
+	return func(ctx context.Context, path string) (int, []byte, error) {
 		res := cs.CoreV1().RESTClient().Get().Namespace(leaderNamespace).Resource("pods").
-			Name(fmt.Sprintf("https:%s:%d", pod, securePort)).SubResource("proxy").
-			Suffix(viewPath(controller, key)).Do(ctx)
+			Name(fmt.Sprintf("https:%s:%d", pod, securePort)).SubResource("proxy").Suffix(path).Do(ctx)
 		var code int
 		res.StatusCode(&code)
 		body, err := res.Raw()
-		if code == http.StatusNotFound {
-			return nil, nil
+		if code != 0 {
+			err = nil // an HTTP answer: its code says it
 		}
-		if err != nil {
-			return nil, err
-		}
-		return decodeView(code, body, nil)
+		return code, body, err
 	}
-}
-
-func viewPath(controller, key string) string {
-	return track.DebugPath + "/" + controller + "/objects/" + key
 }
 
 func decodeView(code int, body []byte, err error) (*track.View, error) {
@@ -114,7 +121,7 @@ func decodeView(code int, body []byte, err error) (*track.View, error) {
 // kubeadm's static pod kube-controller-manager-<node> in kube-system, or the pod labelled
 // component=kube-controller-manager on that node.
 func findLeader(ctx context.Context, cs kubernetes.Interface) (holder, pod string, err error) {
-	lease := &coordinationv1.Lease{}
+	var lease *coordinationv1.Lease
 	lease, err = cs.CoordinationV1().Leases(leaderNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("reading the Lease %s/%s: %w", leaderNamespace, leaderLease, err)
@@ -152,7 +159,7 @@ func leaderPod(pods []corev1.Pod, host string) string {
 
 // addViews reads each link's view from the leader. A failure other than 404 stops the
 // reads and is returned.
-func addViews(ctx context.Context, n *observed, read viewReader) error {
+func addViews(ctx context.Context, n *observed, get leaderSource) error {
 	if n.controller != "" {
 		key := n.viewKey
 		if key == "" {
@@ -161,14 +168,14 @@ func addViews(ctx context.Context, n *observed, read viewReader) error {
 				key = ns + "/" + key
 			}
 		}
-		v, err := read(ctx, n.controller, key)
+		v, err := get.view(ctx, n.controller, key)
 		if err != nil {
 			return err
 		}
 		n.view = v
 	}
 	for _, c := range n.children {
-		if err := addViews(ctx, c, read); err != nil {
+		if err := addViews(ctx, c, get); err != nil {
 			return err
 		}
 	}

@@ -103,9 +103,17 @@ type observed struct {
 type observer struct {
 	dyn       dynamic.Interface
 	discovery discovery.DiscoveryInterface
-	// events caches the Warning Events per namespace ("" for cluster-scoped objects' ones,
-	// which are read by uid).
+	// events caches the Warning Events per namespace (a cluster-scoped object's are read by
+	// uid); lists caches the lists (a Deployment's ReplicaSets each list the namespace's
+	// pods), nodes the nodes by name (a DaemonSet's pods each read theirs).
 	events map[string][]corev1.Event
+	lists  map[string][]*unstructured.Unstructured
+	nodes  map[string]*unstructured.Unstructured
+}
+
+func newObserver(dyn dynamic.Interface, dc discovery.DiscoveryInterface) *observer {
+	return &observer{dyn: dyn, discovery: dc, events: map[string][]corev1.Event{},
+		lists: map[string][]*unstructured.Unstructured{}, nodes: map[string]*unstructured.Unstructured{}}
 }
 
 // walk reads the object's chain below it.
@@ -182,14 +190,22 @@ func (o *observer) walkPod(ctx context.Context, n *observed) {
 	if node == "" {
 		return
 	}
-	got, err := o.dyn.Resource(grNodes).Get(ctx, node, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		n.missing = &Ref{Kind: "Node", Name: node}
-	case err == nil:
-		c := &observed{obj: got, controller: nodeLifecycleCtrl}
-		n.children = append(n.children, c)
+	got, seen := o.nodes[node]
+	if !seen {
+		var err error
+		if got, err = o.dyn.Resource(grNodes).Get(ctx, node, metav1.GetOptions{}); err != nil {
+			got = nil
+			if !apierrors.IsNotFound(err) {
+				return // no rights to read nodes: nothing to say of it
+			}
+		}
+		o.nodes[node] = got
 	}
+	if got == nil {
+		n.missing = &Ref{Kind: "Node", Name: node}
+		return
+	}
+	n.children = append(n.children, &observed{obj: got, controller: nodeLifecycleCtrl})
 }
 
 // walkClaimsOf reads a StatefulSet's claims: <template>-<set>-<ordinal> of each template.
@@ -353,6 +369,16 @@ func lessByName(a, b string) bool {
 
 // list lists a resource; a failure (no rights, no such resource) is an empty list.
 func (o *observer) list(ctx context.Context, gvr schema.GroupVersionResource, ns string, sel labels.Selector) []*unstructured.Unstructured {
+	key := gvr.String() + "|" + ns + "|" + sel.String()
+	if l, ok := o.lists[key]; ok {
+		return l
+	}
+	l := o.listFresh(ctx, gvr, ns, sel)
+	o.lists[key] = l
+	return l
+}
+
+func (o *observer) listFresh(ctx context.Context, gvr schema.GroupVersionResource, ns string, sel labels.Selector) []*unstructured.Unstructured {
 	var ri dynamic.ResourceInterface = o.dyn.Resource(gvr)
 	if ns != "" {
 		ri = o.dyn.Resource(gvr).Namespace(ns)

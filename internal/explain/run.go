@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -156,26 +155,32 @@ func explain(ctx context.Context, o *options) (Report, error) {
 	if obj.GetKind() == "" {
 		obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	}
-	ob := &observer{dyn: dyn, discovery: dc, events: map[string][]corev1.Event{}}
+	ob := newObserver(dyn, dc)
 	root := ob.walk(ctx, obj)
 
 	leader := &Leader{}
-	switch {
-	case o.kcmURL != "":
+	if o.kcmURL != "" {
+		// Asked for: a leader that cannot be read is the command's error.
 		leader.URL = o.kcmURL
-		read, err := directReader(cfg, o.kcmURL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
-		if err != nil {
-			return Report{}, err
+		get, err := direct(cfg, o.kcmURL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
+		if err == nil {
+			if err = get.probe(ctx); err == nil {
+				err = addViews(ctx, root, get)
+			}
 		}
-		if err := addViews(ctx, root, read); err != nil {
+		if err != nil {
 			return Report{}, fmt.Errorf("reading the controllers' views from kcm at %s: %w", o.kcmURL, err)
 		}
-	default:
+	} else {
+		// Found from the Lease: without it the tree is the API's view, and says why.
 		holder, pod, err := findLeader(ctx, cs)
 		leader.Holder = holder
 		if err == nil {
 			leader.URL = fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy", strings.TrimSuffix(cfg.Host, "/"), leaderNamespace, pod, securePort)
-			err = addViews(ctx, root, proxyReader(cs, pod))
+			get := proxied(cs, pod)
+			if err = get.probe(ctx); err == nil {
+				err = addViews(ctx, root, get)
+			}
 		}
 		if err != nil {
 			leader.Error = oneLine(err.Error())

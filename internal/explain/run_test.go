@@ -92,6 +92,7 @@ var _ = Describe("kcm explain", func() {
 			Expect(rep.Leader.Error).To(ContainSubstring("kube-controller-manager"))
 		}
 		tree := run(admin, "deployment/web", "-n", ns)
+		GinkgoWriter.Println(tree.stdout)
 		Expect(tree.code).To(Equal(explain.ExitNotConverged), "%s", tree)
 		first, rest, _ := strings.Cut(tree.stdout, "\n")
 		Expect(first).To(HavePrefix("Deployment/web InProgress: FailedCreate on ReplicaSet/web-1: "))
