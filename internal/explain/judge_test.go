@@ -335,7 +335,11 @@ func TestLeaderPod(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager-cp-1"}, Spec: corev1.PodSpec{NodeName: "cp-1"}},
 	}
 	for host, want := range map[string]string{"cp-1": "kube-controller-manager-cp-1", "cp-3": "kcm-abc", "cp-9": ""} {
-		if got := leaderPod(pods, host); got != want {
+		got := ""
+		if p := leaderPod(pods, host); p != nil {
+			got = p.Name
+		}
+		if got != want {
 			t.Errorf("leaderPod(%s) = %q, want %q", host, got, want)
 		}
 	}

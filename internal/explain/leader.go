@@ -120,45 +120,46 @@ func decodeView(code int, body []byte, err error) (*track.View, error) {
 // findLeader finds the leader's pod from the Lease's holder ("<hostname>_<uuid>"):
 // kubeadm's static pod kube-controller-manager-<node> in kube-system, or the pod labelled
 // component=kube-controller-manager on that node.
-func findLeader(ctx context.Context, cs kubernetes.Interface) (holder, pod string, err error) {
+func findLeader(ctx context.Context, cs kubernetes.Interface) (holder string, pod *corev1.Pod, err error) {
 	var lease *coordinationv1.Lease
 	lease, err = cs.CoordinationV1().Leases(leaderNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
 	if err != nil {
-		return "", "", fmt.Errorf("reading the Lease %s/%s: %w", leaderNamespace, leaderLease, err)
+		return "", nil, fmt.Errorf("reading the Lease %s/%s: %w", leaderNamespace, leaderLease, err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		return "", "", errors.New("the Lease kube-system/kube-controller-manager has no holder")
+		return "", nil, errors.New("the Lease kube-system/kube-controller-manager has no holder")
 	}
 	holder = *lease.Spec.HolderIdentity
 	host, _, _ := strings.Cut(holder, "_")
 	pods, err := cs.CoreV1().Pods(leaderNamespace).List(ctx, metav1.ListOptions{LabelSelector: "component=kube-controller-manager"})
 	if err != nil {
-		return holder, "", fmt.Errorf("listing the kube-controller-manager pods: %w", err)
+		return holder, nil, fmt.Errorf("listing the kube-controller-manager pods: %w", err)
 	}
-	if p := leaderPod(pods.Items, host); p != "" {
+	if p := leaderPod(pods.Items, host); p != nil {
 		return holder, p, nil
 	}
-	return holder, "", fmt.Errorf("no kube-system pod labelled component=kube-controller-manager runs on %s, the Lease holder's host", host)
+	return holder, nil, fmt.Errorf("no kube-system pod labelled component=kube-controller-manager runs on %s, the Lease holder's host", host)
 }
 
 // leaderPod picks the leader's pod on host: kubeadm's static pod name, else the pod whose
 // node (or name, hostNetwork's hostname) is the host.
-func leaderPod(pods []corev1.Pod, host string) string {
-	for _, p := range pods {
+func leaderPod(pods []corev1.Pod, host string) *corev1.Pod {
+	for i, p := range pods {
 		if p.Name == "kube-controller-manager-"+host {
-			return p.Name
+			return &pods[i]
 		}
 	}
-	for _, p := range pods {
+	for i, p := range pods {
 		if p.Spec.NodeName == host || p.Name == host || p.Spec.Hostname == host {
-			return p.Name
+			return &pods[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 // addViews reads each link's view from the leader. A failure other than 404 stops the
-// reads and is returned.
+// reads (the leader stopped answering, or refuses them all) and is returned; the views read
+// stay.
 func addViews(ctx context.Context, n *observed, get leaderSource) error {
 	if n.controller != "" {
 		key := n.viewKey

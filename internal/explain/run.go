@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,26 +162,39 @@ func explain(ctx context.Context, o *options) (Report, error) {
 
 	leader := &Leader{}
 	if o.kcmURL != "" {
-		// Asked for: a leader that cannot be read is the command's error.
+		// Asked for: a leader that does not answer is the command's error; one that answers
+		// but refuses the views (no rights on /debug/controllers) is said in the report.
 		leader.URL = o.kcmURL
 		get, err := direct(cfg, o.kcmURL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
 		if err == nil {
-			if err = get.probe(ctx); err == nil {
-				err = addViews(ctx, root, get)
-			}
+			err = get.probe(ctx)
 		}
 		if err != nil {
-			return Report{}, fmt.Errorf("reading the controllers' views from kcm at %s: %w", o.kcmURL, err)
+			return Report{}, fmt.Errorf("kcm at %s cannot be reached: %w", o.kcmURL, err)
+		}
+		if err := addViews(ctx, root, get); err != nil {
+			leader.Error = oneLine("reading the controllers' views: " + err.Error())
 		}
 	} else {
 		// Found from the Lease: without it the tree is the API's view, and says why.
 		holder, pod, err := findLeader(ctx, cs)
 		leader.Holder = holder
 		if err == nil {
-			leader.URL = fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy", strings.TrimSuffix(cfg.Host, "/"), leaderNamespace, pod, securePort)
-			get := proxied(cs, pod)
-			if err = get.probe(ctx); err == nil {
-				err = addViews(ctx, root, get)
+			var get leaderSource
+			if (o.kcmCAFile != "" || o.kcmInsecureSkipTLSVerify) && pod.Status.PodIP != "" {
+				// Trust in kcm's certificate given: its secure port itself (kubeadm's static
+				// pod is on the host network), with the user's credentials, which the API
+				// server's proxy would not pass on.
+				leader.URL = "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(securePort))
+				get, err = direct(cfg, leader.URL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
+			} else {
+				leader.URL = fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy", strings.TrimSuffix(cfg.Host, "/"), leaderNamespace, pod.Name, securePort)
+				get = proxied(cs, pod.Name)
+			}
+			if err == nil {
+				if err = get.probe(ctx); err == nil {
+					err = addViews(ctx, root, get)
+				}
 			}
 		}
 		if err != nil {

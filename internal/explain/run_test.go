@@ -11,8 +11,12 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kcm/kcm/internal/explain"
 )
@@ -135,5 +139,42 @@ var _ = Describe("kcm explain", func() {
 		Expect(r.code).To(Equal(explain.ExitConverged))
 		Expect(r.stdout).To(ContainSubstring("Usage: kcm explain TYPE/NAME"))
 		Expect(r.stdout).To(ContainSubstring("--kcm-url"))
+	})
+})
+
+var _ = Describe("kcm explain on a Terminating Namespace", func() {
+	It("lists every namespaced resource in it and names the custom resource and finalizer that hold it", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "held")
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.explain.kcm.test"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "explain.kcm.test", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}}}
+		_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+		Expect(err).NotTo(HaveOccurred())
+		widget := &unstructured.Unstructured{}
+		widget.SetGroupVersionKind(schema.GroupVersionKind{Group: "explain.kcm.test", Version: "v1", Kind: "Widget"})
+		widget.SetNamespace(ns)
+		widget.SetName("held")
+		widget.SetFinalizers([]string{"example.com/hold"})
+		Expect(env.Client.Create(ctx, widget)).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}})).To(Succeed())
+
+		// No namespace-controller runs: the namespace stays Terminating with all its content.
+		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		r := run(admin, "ns/"+ns, "-o", "json")
+		Expect(r.code).To(Equal(explain.ExitNotConverged), "%s", r)
+		rep := report(r)
+		Expect(rep.Status).To(Equal(explain.Terminating))
+		Expect(rep.Causes).NotTo(BeEmpty(), "%s", r)
+		Expect(rep.Causes[0]).To(Equal(explain.Cause{Object: explain.Ref{Kind: "Widget", Namespace: ns, Name: "held"}, Reason: "Finalizer",
+			Finalizer: "example.com/hold", Message: "Widget/held still has finalizer example.com/hold, held by the controller that owns it (not one of kcm's)"}))
+		Expect(rep.Summary).To(Equal("Namespace/" + ns + " Terminating: Finalizer on Widget/held: Widget/held still has finalizer example.com/hold, held by the controller that owns it (not one of kcm's)"))
+		Expect(rep.Tree.Controller).To(Equal("namespace-controller"))
+		Expect(rep.Tree.Actual).To(Equal("1 configmaps, 1 widgets.explain.kcm.test remain"))
+		Expect(rep.Tree.Children).To(HaveExactElements(HaveField("Object", explain.Ref{Kind: "Widget", Namespace: ns, Name: "held"})),
+			"only the objects holding finalizers are named")
 	})
 })

@@ -80,6 +80,21 @@ var _ = Describe("kcm explain with the leader's views", func() {
 
 		By("without trust in its certificate: an error naming the address, exit 2")
 		expectError(run(admin, "service/web", "-n", ns, "--kcm-url", srv.URL), strings.TrimPrefix(srv.URL, "https://"))
+
+		By("a leader that answers but refuses the views: said in the report, the tree the API's view")
+		refusing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				_, _ = w.Write([]byte("ok"))
+				return
+			}
+			http.Error(w, "forbidden: User \"admin\" cannot get path \""+r.URL.Path+"\"", http.StatusForbidden)
+		}))
+		DeferCleanup(refusing.Close)
+		r = run(admin, "service/web", "-n", ns, "-o", "json", "--kcm-url", refusing.URL, "--kcm-insecure-skip-tls-verify")
+		Expect(r.code).To(Equal(explain.ExitConverged), "%s", r)
+		rep = report(r)
+		Expect(rep.Tree.View).To(BeNil())
+		Expect(rep.Leader.Error).To(And(ContainSubstring("403 Forbidden"), ContainSubstring("cannot get path")), "%s", r)
 	})
 
 	It("finds the leader from the Lease's holder; unreachable, the tree is the API's view and says why", func(ctx SpecContext) {
