@@ -510,7 +510,9 @@ func explainUntil(ctx context.Context, target, ns string, want expectation) (exp
 	}
 	var report explain.Report
 	var tree explainResult
+	start, runs := time.Now(), 0
 	Eventually(ctx, func(g Gomega) {
+		runs++
 		r := runExplain(ctx, append(args, "-o", "json")...)
 		g.Expect(r.code).To(Equal(explain.ExitNotConverged), "%s", r)
 		report = decodeReport(g, r)
@@ -522,7 +524,8 @@ func explainUntil(ctx context.Context, target, ns string, want expectation) (exp
 		g.Expect(tree.code).To(Equal(explain.ExitNotConverged), "%s", tree)
 		g.Expect(firstLine(tree.stdout)).To(want.summary, "the tree's first line names the cause: %s", tree)
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "logs in %s", logDir)
-	GinkgoWriter.Printf("$ kcm explain %s\n%s\n", strings.Join(args, " "), firstLine(tree.stdout))
+	GinkgoWriter.Printf("$ kcm explain %s (%d runs in %s)\n%s\n", strings.Join(args, " "), runs,
+		time.Since(start).Round(time.Millisecond), firstLine(tree.stdout))
 	return report, tree.stdout
 }
 
