@@ -141,7 +141,7 @@ func viewLines(v *track.View, now time.Time) []string {
 	if s := v.Stale; s != nil {
 		lines = append(lines, fmt.Sprintf("waits for its cache: wrote %s at %s, sees %s (since %s ago)", s.Resource, s.Written, s.Seen, ago(now.Sub(s.Since))))
 	}
-	if v.RateLimiterWaitSeconds > 0 {
+	if v.RateLimiterWaitSeconds >= 0.001 {
 		lines = append(lines, fmt.Sprintf("waited %.3fs on the client's rate limiter", v.RateLimiterWaitSeconds))
 	}
 	if c := v.Convergence; c != nil {

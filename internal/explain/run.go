@@ -128,6 +128,9 @@ func explain(ctx context.Context, o *options) (Report, error) {
 		return Report{}, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kcm-explain"
+	// A Terminating namespace's walk lists every namespaced resource: kubectl's client
+	// limits rather than client-go's 5 per second, which made it take 10 seconds.
+	cfg.QPS, cfg.Burst = 50, 300
 	ns := o.namespace
 	if !o.namespaceGiven {
 		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
