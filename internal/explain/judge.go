@@ -78,11 +78,17 @@ func refOf(u *unstructured.Unstructured) Ref {
 }
 
 // linkStatus is the object's kstatus and its message. kstatus' Unknown (it could not tell)
-// is InProgress: explain says converged only when kstatus says Current.
+// is InProgress: explain says converged only when kstatus says Current. One rule is
+// explain's own: kstatus judges a LoadBalancer Service Current once it has a cluster IP,
+// while the load balancer's address (service-lb-controller's work) is what the Service waits
+// for; without one it is InProgress.
 func linkStatus(u *unstructured.Unstructured) (string, string) {
 	res, err := status.Compute(u)
 	if err != nil {
 		return InProgress, err.Error()
+	}
+	if res.Status == status.CurrentStatus && u.GroupVersionKind().GroupKind() == gkService && !hasLoadBalancerAddress(u) {
+		return InProgress, "LoadBalancer has no address yet"
 	}
 	switch res.Status {
 	case status.CurrentStatus, status.InProgressStatus, status.FailedStatus, status.TerminatingStatus:
@@ -106,6 +112,15 @@ func judgeTree(n *observed) Node {
 		node.Children = append(node.Children, judgeTree(c))
 	}
 	return node
+}
+
+// hasLoadBalancerAddress is false for a type-LoadBalancer Service without an ingress.
+func hasLoadBalancerAddress(u *unstructured.Unstructured) bool {
+	if t, _, _ := unstructured.NestedString(u.Object, "spec", "type"); t != string(corev1.ServiceTypeLoadBalancer) {
+		return true
+	}
+	ingress, _, _ := unstructured.NestedSlice(u.Object, "status", "loadBalancer", "ingress")
+	return len(ingress) > 0
 }
 
 // remainingWords counts a Terminating namespace's remaining objects ("2 pods, 1 widgets.example.com remain").
@@ -393,7 +408,9 @@ func linkCauses(n *observed, holding bool) []rankedCause {
 		add(rankBlocking, reason, missingWords(u, *n.missing))
 	}
 	for _, e := range n.events {
-		add(rankEvent, e.Reason, e.Message)
+		if rank, ok := eventRank(e); ok {
+			add(rank, e.Reason, e.Message)
+		}
 	}
 	gk := u.GroupVersionKind().GroupKind()
 	switch gk {
@@ -478,6 +495,26 @@ func linkCauses(n *observed, holding bool) []rankedCause {
 		}
 	}
 	return out
+}
+
+// waitingEvents are the Normal Events that say a link waits: persistentvolume-binder's
+// (upstream records "no persistent volumes available for this claim" as a Normal
+// FailedBinding) and a provisioner's.
+var waitingEvents = map[string]int{
+	"FailedBinding":        rankEvent,
+	"ExternalProvisioning": rankContext,
+	"WaitForFirstConsumer": rankContext,
+	"WaitForPodScheduled":  rankContext,
+}
+
+// eventRank is an Event's rank as a cause: every Warning, and the Normal ones that say a link
+// waits.
+func eventRank(e corev1.Event) (int, bool) {
+	if e.Type == corev1.EventTypeWarning {
+		return rankEvent, true
+	}
+	rank, ok := waitingEvents[e.Reason]
+	return rank, ok
 }
 
 // finalizerHolder says who removes a finalizer: the kcm controller for the ones upstream's

@@ -106,8 +106,9 @@ func TestReport(t *testing.T) {
 			d := deployment(3, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: quota},
 				appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"})
 			return &observed{obj: u(t, d, deploymentGVK), children: []*observed{{
-				obj:    u(t, replicaSet("web-1", 3, 1), replicaSetGVK),
-				events: []corev1.Event{warning("FailedCreate", quota), warning("FailedCreate", "an older one")},
+				obj: u(t, replicaSet("web-1", 3, 1), replicaSetGVK),
+				events: []corev1.Event{warning("FailedCreate", quota), warning("FailedCreate", "an older one"),
+					{Type: corev1.EventTypeNormal, Reason: "SuccessfulCreate", Message: "Created pod: web-1-a"}},
 				children: []*observed{{obj: u(t, runningPod("web-1-a", true), podGVK),
 					events: []corev1.Event{warning("FailedScheduling", "an old one, of a pod now Current")}}},
 			}}}
@@ -169,7 +170,8 @@ func TestReport(t *testing.T) {
 		root: func(t *testing.T) *observed {
 			c := &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"), Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("")},
 				Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
-			return &observed{obj: u(t, c, claimGVK), events: []corev1.Event{warning("FailedBinding", noVolume)}}
+			// Upstream's binder records it as a Normal Event.
+			return &observed{obj: u(t, c, claimGVK), events: []corev1.Event{{Type: corev1.EventTypeNormal, Reason: "FailedBinding", Message: noVolume}}}
 		},
 		status:  InProgress,
 		causes:  []Cause{{Object: ref("PersistentVolumeClaim", "data"), Reason: "FailedBinding", Message: noVolume}},
@@ -210,8 +212,9 @@ func TestReport(t *testing.T) {
 	}, {
 		name: "LoadBalancer Service on an exhausted pool: service-lb-controller's SyncLoadBalancerFailed",
 		root: func(t *testing.T) *observed {
-			s := &corev1.Service{ObjectMeta: objMeta("lb-1"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-			return &observed{obj: u(t, s, serviceGVK), controller: serviceLBController, events: []corev1.Event{warning("SyncLoadBalancerFailed", exhausted)}}
+			s := &corev1.Service{ObjectMeta: objMeta("lb-1"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.12"}}
+			return &observed{obj: u(t, s, serviceGVK), controller: serviceLBController, events: []corev1.Event{
+				warning("SyncLoadBalancerFailed", exhausted), {Type: corev1.EventTypeNormal, Reason: "EnsuringLoadBalancer", Message: "Ensuring load balancer"}}}
 		},
 		status:  InProgress,
 		causes:  []Cause{{Object: ref("Service", "lb-1"), Reason: "SyncLoadBalancerFailed", Message: exhausted}},
@@ -298,7 +301,11 @@ func TestLinkStatus(t *testing.T) {
 		{"Job complete", u(t, &batchv1.Job{ObjectMeta: objMeta("j"), Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, jobGVK), Current},
 		{"PVC bound", u(t, &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("c"), Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}, claimGVK), Current},
 		{"PVC pending", u(t, &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("c"), Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}, claimGVK), InProgress},
-		{"LoadBalancer without an address", u(t, &corev1.Service{ObjectMeta: objMeta("s"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}, serviceGVK), InProgress},
+		{"LoadBalancer without a cluster IP", u(t, &corev1.Service{ObjectMeta: objMeta("s"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}, serviceGVK), InProgress},
+		// explain's own rule: kstatus says Current.
+		{"LoadBalancer without an address", u(t, &corev1.Service{ObjectMeta: objMeta("s"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.12"}}, serviceGVK), InProgress},
+		{"LoadBalancer with its address", u(t, &corev1.Service{ObjectMeta: objMeta("s"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.12"},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.20"}}}}}, serviceGVK), Current},
 		{"ClusterIP Service", u(t, &corev1.Service{ObjectMeta: objMeta("s"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}, serviceGVK), Current},
 		{"Namespace deleted", u(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n", DeletionTimestamp: &now}}, namespaceGVK), Terminating},
 		{"Namespace active", u(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, namespaceGVK), Current},

@@ -83,7 +83,8 @@ type observed struct {
 	// controller is the controller responsible for the link; viewKey the key its view is
 	// kept under when not the object's own (an EndpointSlice's is its Service's).
 	controller, viewKey string
-	// events are the Warning Events about the object, newest first.
+	// events are the Events about the object, newest first (the judgement keeps the
+	// Warnings and the few Normal ones that say a link waits, as the binder's FailedBinding).
 	events []corev1.Event
 	// missing names a referenced object that does not exist (a Pod's node, a claim's
 	// StorageClass): its kind and name.
@@ -394,8 +395,8 @@ func (o *observer) listFresh(ctx context.Context, gvr schema.GroupVersionResourc
 	return out
 }
 
-// eventsOf is the Warning Events about obj (core/v1, which also shows events.k8s.io's),
-// newest first.
+// eventsOf is the Events about obj (core/v1, which also shows events.k8s.io's), newest
+// first.
 func (o *observer) eventsOf(ctx context.Context, obj *unstructured.Unstructured) []corev1.Event {
 	ns := obj.GetNamespace()
 	var all []corev1.Event
@@ -422,7 +423,7 @@ func (o *observer) eventsOf(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 func (o *observer) readEvents(ctx context.Context, ns, uid string) []corev1.Event {
-	sel := fields.Set{"type": corev1.EventTypeWarning}
+	sel := fields.Set{}
 	if uid != "" {
 		sel["involvedObject.uid"] = uid
 	}
