@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -176,5 +177,52 @@ var _ = Describe("kcm explain on a Terminating Namespace", func() {
 		Expect(rep.Tree.Actual).To(Equal("1 configmaps, 1 widgets.explain.kcm.test remain"))
 		Expect(rep.Tree.Children).To(HaveExactElements(HaveField("Object", explain.Ref{Kind: "Widget", Namespace: ns, Name: "held"})),
 			"only the objects holding finalizers are named")
+	})
+})
+
+var _ = Describe("kcm explain on a StatefulSet", func() {
+	It("walks its pods and claims: a pod bound to a missing node first, then the claim's FailedBinding, then the ordinal it waits on", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "sts")
+		labels := map[string]string{"app": "db"}
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db"}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+					Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}
+		Expect(env.Client.Create(ctx, sts)).To(Succeed())
+		owner := []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-0", Labels: labels, OwnerReferences: owner},
+			Spec: corev1.PodSpec{NodeName: "gone", Containers: []corev1.Container{{Name: "db", Image: "db"}}}}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-0"},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(""), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		Expect(env.Client.Create(ctx, claim)).To(Succeed())
+		// Another set's claim, not this one's.
+		other := claim.DeepCopy()
+		other.ResourceVersion, other.Name = "", "data-dbx-0"
+		Expect(env.Client.Create(ctx, other)).To(Succeed())
+		const noVolume = "no persistent volumes available for this claim and no storage class is set"
+		Expect(env.Client.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-0.1"},
+			InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim.Name, UID: claim.UID},
+			Type:           corev1.EventTypeNormal, Reason: "FailedBinding", Message: noVolume,
+			Source: corev1.EventSource{Component: "persistentvolume-controller"}, LastTimestamp: metav1.Now(), Count: 1})).To(Succeed())
+
+		r := run(admin, "sts/db", "-n", ns, "-o", "json")
+		Expect(r.code).To(Equal(explain.ExitNotConverged), "%s", r)
+		rep := report(r)
+		Expect(rep.Causes).To(HaveExactElements(
+			explain.Cause{Object: explain.Ref{Kind: "Pod", Namespace: ns, Name: "db-0"}, Reason: "NodeMissing", Message: "bound to node gone, which does not exist"},
+			explain.Cause{Object: explain.Ref{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data-db-0"}, Reason: "FailedBinding", Message: noVolume},
+			explain.Cause{Object: explain.Ref{Kind: "Pod", Namespace: ns, Name: "db-0"}, Reason: "NotReady",
+				Message: "waiting for pod db-0 to be Ready (Pending, not ready): the StatefulSet is OrderedReady"}), "%s", r)
+		Expect(rep.Summary).To(Equal("StatefulSet/db InProgress: NodeMissing on Pod/db-0: bound to node gone, which does not exist"))
+		Expect(rep.Tree.Controller).To(Equal("statefulset-controller"))
+		Expect(rep.Tree.Children).To(HaveExactElements(
+			HaveField("Object", explain.Ref{Kind: "Pod", Namespace: ns, Name: "db-0"}),
+			And(HaveField("Object", explain.Ref{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data-db-0"}),
+				HaveField("Controller", "persistentvolume-binder-controller-claims"))))
 	})
 })
