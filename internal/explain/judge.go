@@ -15,6 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/kcm/kcm/internal/controller/deployment"
+	"github.com/kcm/kcm/internal/controller/job"
+	"github.com/kcm/kcm/internal/controller/namespace"
+	"github.com/kcm/kcm/internal/controller/pvbinder"
+	"github.com/kcm/kcm/internal/controller/replicaset"
+	"github.com/kcm/kcm/internal/controller/servicelb"
+	"github.com/kcm/kcm/internal/controller/statefulset"
 )
 
 // Judge: pure functions from what was observed to the report: each link's status (kstatus),
@@ -100,7 +108,8 @@ func linkStatus(u *unstructured.Unstructured) (string, string) {
 // judgeTree is the tree of links with each one's judgement.
 func judgeTree(n *observed) Node {
 	st, msg := linkStatus(n.obj)
-	node := Node{Object: refOf(n.obj), Status: st, Message: msg, Controller: n.controller, View: n.view}
+	node := Node{Object: refOf(n.obj), Status: st, Message: msg, Controller: n.controller, View: n.view,
+		Rule: controllerRule(n.controller, n.obj)}
 	node.Desired, node.Actual = desiredActual(n)
 	if n.remaining != nil {
 		node.Actual = remainingWords(n.remaining)
@@ -121,6 +130,69 @@ func hasLoadBalancerAddress(u *unstructured.Unstructured) bool {
 	}
 	ingress, _, _ := unstructured.NestedSlice(u.Object, "status", "loadBalancer", "ingress")
 	return len(ingress) > 0
+}
+
+// controllerRule applies the link's controller's own convergence rule (the pure ones the
+// controllers export for their SLIs) to the object; nil for a controller without one.
+// service-lb-controller's rule is applied as for a provider without a class of its own
+// (the client cannot know the leader's provider).
+func controllerRule(controller string, u *unstructured.Unstructured) *Rule {
+	var converged bool
+	var why, description string
+	switch controller {
+	case deploymentController:
+		d := &appsv1.Deployment{}
+		if !from(u, d) {
+			return nil
+		}
+		converged, why = deployment.Converged(d)
+		description = deployment.Convergence.Description
+	case replicaSetController:
+		rs := &appsv1.ReplicaSet{}
+		if !from(u, rs) {
+			return nil
+		}
+		converged, why = replicaset.Converged(rs)
+		description = replicaset.Convergence.Description
+	case jobController:
+		j := &batchv1.Job{}
+		if !from(u, j) {
+			return nil
+		}
+		converged, why = job.Converged(j)
+		description = job.Convergence.Description
+	case statefulSetController:
+		s := &appsv1.StatefulSet{}
+		if !from(u, s) {
+			return nil
+		}
+		converged, why = statefulset.Converged(s)
+		description = statefulset.Convergence.Description
+	case namespaceController:
+		ns := &corev1.Namespace{}
+		if !from(u, ns) {
+			return nil
+		}
+		converged, why = namespace.Converged(ns)
+		description = namespace.Convergence.Description
+	case claimBinderController:
+		c := &corev1.PersistentVolumeClaim{}
+		if !from(u, c) {
+			return nil
+		}
+		converged, why = pvbinder.Converged(c)
+		description = pvbinder.Convergence.Description
+	case serviceLBController:
+		svc := &corev1.Service{}
+		if !from(u, svc) {
+			return nil
+		}
+		converged, why = servicelb.Converged(svc, "")
+		description = servicelb.Convergence.Description
+	default:
+		return nil
+	}
+	return &Rule{Converged: converged, Why: why, Description: description}
 }
 
 // remainingWords counts a Terminating namespace's remaining objects ("2 pods, 1 widgets.example.com remain").

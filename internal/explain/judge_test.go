@@ -54,7 +54,7 @@ func warning(reason, message string) corev1.Event {
 	return corev1.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
 }
 
-func deployment(want, available int32, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
+func newDeployment(want, available int32, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: objMeta("web"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To(want)},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: available, UpdatedReplicas: available,
 			ReadyReplicas: available, AvailableReplicas: available, Conditions: conditions}}
@@ -103,7 +103,7 @@ func TestReport(t *testing.T) {
 	}{{
 		name: "Deployment blocked by a ResourceQuota: the ReplicaSet's FailedCreate, then the Deployment's ReplicaFailure",
 		root: func(t *testing.T) *observed {
-			d := deployment(3, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: quota},
+			d := newDeployment(3, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: quota},
 				appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"})
 			return &observed{obj: u(t, d, deploymentGVK), children: []*observed{{
 				obj: u(t, replicaSet("web-1", 3, 1), replicaSetGVK),
@@ -120,7 +120,7 @@ func TestReport(t *testing.T) {
 	}, {
 		name: "unschedulable pods: the scheduler's FailedScheduling, then the pod's condition",
 		root: func(t *testing.T) *observed {
-			return &observed{obj: u(t, deployment(1, 0), deploymentGVK), children: []*observed{{
+			return &observed{obj: u(t, newDeployment(1, 0), deploymentGVK), children: []*observed{{
 				obj: u(t, replicaSet("web-1", 1, 0), replicaSetGVK),
 				children: []*observed{{obj: u(t, pendingPod("web-1-a", unscheduled), podGVK),
 					events: []corev1.Event{warning("FailedScheduling", unscheduled)}}},
@@ -232,7 +232,7 @@ func TestReport(t *testing.T) {
 		name: "a stuck rollout's pods covered by a budget allowing no disruption: context after the cause",
 		root: func(t *testing.T) *observed {
 			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: objMeta("web"), Status: policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 1}}
-			return &observed{obj: u(t, deployment(2, 1), deploymentGVK), pdbs: []*unstructured.Unstructured{u(t, pdb, pdbGVK)},
+			return &observed{obj: u(t, newDeployment(2, 1), deploymentGVK), pdbs: []*unstructured.Unstructured{u(t, pdb, pdbGVK)},
 				children: []*observed{{obj: u(t, replicaSet("web-2", 1, 0), replicaSetGVK), events: []corev1.Event{warning("FailedCreate", quota)}}}}
 		},
 		status: InProgress,
@@ -242,7 +242,7 @@ func TestReport(t *testing.T) {
 	}, {
 		name: "a converged Deployment: no causes, its old Warning Events left out",
 		root: func(t *testing.T) *observed {
-			d := deployment(1, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+			d := newDeployment(1, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
 				appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"})
 			return &observed{obj: u(t, d, deploymentGVK), events: []corev1.Event{warning("Whatever", "old")},
 				children: []*observed{{obj: u(t, replicaSet("web-1", 1, 1), replicaSetGVK), events: []corev1.Event{warning("FailedCreate", quota)}}}}
@@ -289,8 +289,8 @@ func TestLinkStatus(t *testing.T) {
 		obj  *unstructured.Unstructured
 		want string
 	}{
-		{"Deployment short of replicas", u(t, deployment(3, 1), deploymentGVK), InProgress},
-		{"Deployment past its progress deadline", u(t, deployment(3, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}), deploymentGVK), Failed},
+		{"Deployment short of replicas", u(t, newDeployment(3, 1), deploymentGVK), InProgress},
+		{"Deployment past its progress deadline", u(t, newDeployment(3, 1, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}), deploymentGVK), Failed},
 		{"ReplicaSet ready", u(t, replicaSet("r", 2, 2), replicaSetGVK), Current},
 		{"ReplicaSet not observed", u(t, &appsv1.ReplicaSet{ObjectMeta: objMeta("r"), Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1)}}, replicaSetGVK), InProgress},
 		{"Pod running and ready", u(t, runningPod("p", true), podGVK), Current},
@@ -366,5 +366,34 @@ func TestViewLines(t *testing.T) {
 		"expects 2 creations, 0 deletions (since 1m0s ago)"
 	if got != want {
 		t.Errorf("view lines:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestControllerRule: each link carries its controller's own convergence rule, the one its
+// SLI keeps.
+func TestControllerRule(t *testing.T) {
+	lb := &corev1.Service{ObjectMeta: objMeta("lb"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.1"}}
+	for _, tc := range []struct {
+		name       string
+		controller string
+		obj        *unstructured.Unstructured
+		converged  bool
+		why        string
+	}{
+		{"a Deployment short of replicas", deploymentController, u(t, newDeployment(3, 1), deploymentGVK), false, "1 of 3 replicas updated"},
+		{"a ReplicaSet ready", replicaSetController, u(t, replicaSet("r", 2, 2), replicaSetGVK), true, ""},
+		{"a LoadBalancer without its address", serviceLBController, u(t, lb, serviceGVK), false, ""},
+	} {
+		r := controllerRule(tc.controller, tc.obj)
+		if r == nil {
+			t.Errorf("%s: no rule", tc.name)
+			continue
+		}
+		if r.Converged != tc.converged || !strings.Contains(r.Why, tc.why) || r.Description == "" {
+			t.Errorf("%s: %+v, want converged %v and why containing %q", tc.name, r, tc.converged, tc.why)
+		}
+	}
+	if r := controllerRule("", u(t, &corev1.ConfigMap{ObjectMeta: objMeta("c")}, configMapGVK)); r != nil {
+		t.Errorf("a ConfigMap has no controller's rule: %+v", r)
 	}
 }

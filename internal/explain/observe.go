@@ -18,6 +18,17 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kcm/kcm/internal/controller/cronjob"
+	"github.com/kcm/kcm/internal/controller/daemonset"
+	"github.com/kcm/kcm/internal/controller/deployment"
+	"github.com/kcm/kcm/internal/controller/endpointslice"
+	"github.com/kcm/kcm/internal/controller/job"
+	"github.com/kcm/kcm/internal/controller/namespace"
+	"github.com/kcm/kcm/internal/controller/nodelifecycle"
+	"github.com/kcm/kcm/internal/controller/pvbinder"
+	"github.com/kcm/kcm/internal/controller/replicaset"
+	"github.com/kcm/kcm/internal/controller/servicelb"
+	"github.com/kcm/kcm/internal/controller/statefulset"
 	"github.com/kcm/kcm/internal/track"
 )
 
@@ -26,21 +37,20 @@ import (
 // facts empty rather than failing the whole command, except for the object asked about.
 
 // Controllers' names (the controller-runtime names, upstream's controller names), as the
-// links of the chain name them and the leader serves their views. Literals rather than the
-// controllers' packages: explain is a client and must not link the controllers.
-const (
-	deploymentController  = "deployment-controller"
-	replicaSetController  = "replicaset-controller"
-	jobController         = "job-controller"
-	cronJobController     = "cronjob-controller"
-	statefulSetController = "statefulset-controller"
-	daemonSetController   = "daemonset-controller"
-	endpointSliceCtrl     = "endpointslice-controller"
-	namespaceController   = "namespace-controller"
-	claimBinderController = "persistentvolume-binder-controller-claims"
-	volumeBinderCtrl      = "persistentvolume-binder-controller-volumes"
-	serviceLBController   = "service-lb-controller"
-	nodeLifecycleCtrl     = "node-lifecycle-controller"
+// links of the chain name them and the leader serves their views: the controllers' own.
+var (
+	deploymentController  = deployment.ControllerName
+	replicaSetController  = replicaset.ReplicaSetKind.ControllerName
+	jobController         = job.ControllerName
+	cronJobController     = cronjob.ControllerName
+	statefulSetController = statefulset.ControllerName
+	daemonSetController   = daemonset.ControllerName
+	endpointSliceCtrl     = endpointslice.ControllerName
+	namespaceController   = namespace.ControllerName
+	claimBinderController = pvbinder.ControllerName + "-claims"
+	volumeBinderCtrl      = pvbinder.ControllerName + "-volumes"
+	serviceLBController   = servicelb.ControllerName
+	nodeLifecycleCtrl     = nodelifecycle.ControllerName
 )
 
 // Kinds the walk knows, by group and kind.

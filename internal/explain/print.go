@@ -98,6 +98,13 @@ func writeNode(b *strings.Builder, n Node, prefix, indent string, causes map[Ref
 	for _, c := range causes[n.Object] {
 		detail("cause: %s: %s", c.Reason, c.Message)
 	}
+	if r := n.Rule; r != nil {
+		verdict := "converged"
+		if !r.Converged {
+			verdict = "not converged"
+		}
+		detail("%s's rule: %s: %s", n.Controller, verdict, r.Why)
+	}
 	if n.View != nil {
 		for _, l := range viewLines(n.View, now) {
 			detail("%s", l)

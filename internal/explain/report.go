@@ -82,8 +82,20 @@ type Node struct {
 	Controller string `json:"controller,omitempty"`
 	// View is that controller's own view of the link, when the leader was reachable and the
 	// controller has seen the object.
-	View     *track.View `json:"view,omitempty"`
-	Children []Node      `json:"children,omitempty"`
+	View *track.View `json:"view,omitempty"`
+	// Rule is the controller's own convergence rule (its SLI's, internal/convergence)
+	// applied to the link as the API shows it, for the controllers that have one.
+	Rule     *Rule  `json:"rule,omitempty"`
+	Children []Node `json:"children,omitempty"`
+}
+
+// Rule is a controller's own convergence rule's judgement of a link.
+type Rule struct {
+	Converged bool `json:"converged"`
+	// Why is the rule's words: why not, or what the link reached.
+	Why string `json:"why"`
+	// Description says in one line what converged means for the controller.
+	Description string `json:"description"`
 }
 
 // Leader is where the controllers' views came from, or why they could not be read.

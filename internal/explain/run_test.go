@@ -90,6 +90,7 @@ var _ = Describe("kcm explain", func() {
 				Reason: "FailedCreate", Message: "Error creating: " + quota}))
 			Expect(rep.Summary).To(Equal("Deployment/web InProgress: FailedCreate on ReplicaSet/web-1: Error creating: " + quota))
 			Expect(rep.Tree.Controller).To(Equal("deployment-controller"))
+			Expect(rep.Tree.Rule).To(HaveField("Converged", false), "deployment-controller's own rule")
 			Expect(rep.Tree.Children).To(HaveExactElements(And(HaveField("Object.Name", "web-1"), HaveField("Controller", "replicaset-controller"),
 				HaveField("Desired", "3 replicas"))))
 			// No kcm runs: the Lease is missing, the tree is the API's view.
