@@ -196,9 +196,9 @@ var _ = Describe("kcm explain", func() {
 		})
 	})
 
-	// Pending until kcm explain reads the binder's Normal FailedBinding Event on the claim as
-	// its cause (it says "PVC is not Bound. phase: Pending" and no cause today).
-	PIt("names the binder's FailedBinding for a claim no volume matches", func(ctx SpecContext) {
+	// The binder records "no persistent volumes available" as a Normal FailedBinding Event,
+	// which kcm explain reads as the claim's cause.
+	It("names the binder's FailedBinding for a claim no volume matches", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -400,10 +400,9 @@ var _ = Describe("kcm explain", func() {
 // --cloud-provider=pool, as loadbalancer_test.go does, and writes the cluster-wide pool
 // ConfigMap, so it is Serial; kcm gets kubeadm's arguments again afterwards.
 var _ = Describe("kcm explain on a LoadBalancer Service", Serial, func() {
-	// Pending until kcm explain judges a type-LoadBalancer Service without an address not
-	// converged (kstatus says Current: it reports "Service/lb-1 Current: Service is ready",
-	// exit 0) and names its SyncLoadBalancerFailed Event.
-	PIt("names the exhausted address pool", func(ctx SpecContext) {
+	// kstatus alone judges a type-LoadBalancer Service with a cluster IP Current; kcm explain
+	// judges it InProgress until it has an address, and names its SyncLoadBalancerFailed Event.
+	It("names the exhausted address pool", func(ctx SpecContext) {
 		By("restarting kcm with kubeadm's arguments and --cloud-provider=pool")
 		restartKCM(ctx, "--cloud-provider=pool")
 		DeferCleanup(func(ctx SpecContext) {
