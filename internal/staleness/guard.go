@@ -122,19 +122,29 @@ func (g *Guard) Stale(owner types.NamespacedName) (bool, time.Duration) {
 	if g == nil {
 		return false, 0
 	}
+	gr, w, _, now, found := g.behind(owner)
+	if !found {
+		g.Clear(owner)
+		return false, 0
+	}
+	if g.Skips != nil {
+		g.Skips.WithLabelValues(gr.Group, gr.Resource).Inc()
+	}
+	return true, w.At.Add(g.MaxWait).Sub(now)
+}
+
+// behind finds the first of the owner's writes whose resource's cache has not caught up
+// with it, with the version that cache shows and the time it was judged at. The writes are
+// read in a fixed order, so that a skip is counted against the same resource every time
+// both are behind (map order would pick one at random).
+func (g *Guard) behind(owner types.NamespacedName) (gr schema.GroupResource, w Write, read string, now time.Time, found bool) {
 	g.mu.Lock()
-	o := g.owners[owner]
 	var writes map[schema.GroupResource]Write
-	if o != nil {
-		writes = make(map[schema.GroupResource]Write, len(o.writes))
-		for gr, w := range o.writes {
-			writes[gr] = w
-		}
+	if o := g.owners[owner]; o != nil {
+		writes = maps.Clone(o.writes)
 	}
 	g.mu.Unlock()
-	now := g.Clock.Now()
-	// In a fixed order, so that the skip is counted against the same resource every time
-	// both are behind (map order would pick one at random).
+	now = g.Clock.Now()
 	order := slices.SortedFunc(maps.Keys(writes), func(a, b schema.GroupResource) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
 	})
@@ -144,16 +154,11 @@ func (g *Guard) Stale(owner types.NamespacedName) (bool, time.Duration) {
 		if f := g.stores[gr]; f != nil {
 			read = f()
 		}
-		if DecideWrite(w, read, now, g.MaxWait) == Caught {
-			continue
+		if DecideWrite(w, read, now, g.MaxWait) == Behind {
+			return gr, w, read, now, true
 		}
-		if g.Skips != nil {
-			g.Skips.WithLabelValues(gr.Group, gr.Resource).Inc()
-		}
-		return true, w.At.Add(g.MaxWait).Sub(now)
 	}
-	g.Clear(owner)
-	return false, 0
+	return schema.GroupResource{}, Write{}, "", now, false
 }
 
 // Verdict is what a write says of a sync.
@@ -258,26 +263,9 @@ func (g *Guard) View(key string) *track.Stale {
 	if g == nil {
 		return nil
 	}
-	owner := track.ParseKey(key)
-	g.mu.Lock()
-	var writes map[schema.GroupResource]Write
-	if o := g.owners[owner]; o != nil {
-		writes = maps.Clone(o.writes)
+	gr, w, read, _, found := g.behind(track.ParseKey(key))
+	if !found {
+		return nil
 	}
-	g.mu.Unlock()
-	now := g.Clock.Now()
-	order := slices.SortedFunc(maps.Keys(writes), func(a, b schema.GroupResource) int {
-		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
-	})
-	for _, gr := range order {
-		w := writes[gr]
-		read := ""
-		if f := g.stores[gr]; f != nil {
-			read = f()
-		}
-		if DecideWrite(w, read, now, g.MaxWait) == Behind {
-			return &track.Stale{Resource: gr.String(), Written: w.RV, Seen: read, Since: w.At}
-		}
-	}
-	return nil
+	return &track.Stale{Resource: gr.String(), Written: w.RV, Seen: read, Since: w.At}
 }
