@@ -40,6 +40,22 @@ func (c *Controller) Bytes() int64 {
 	return c.bytesLocked()
 }
 
+// errsSize is the size of an object's error texts once a sync of it failed, without the
+// texts themselves (errorBytes counts those).
+const errsSize = int64(unsafe.Sizeof([ringSize]string{}))
+
+// errsBytes is what an object's error texts add to errorBytes.
+func errsBytes(errs *[ringSize]string) int64 {
+	if errs == nil {
+		return 0
+	}
+	n := errsSize
+	for _, e := range errs {
+		n += int64(len(e))
+	}
+	return n
+}
+
 func (c *Controller) bytesLocked() int64 {
 	return int64(len(c.objects))*objectBytes + c.errorBytes
 }

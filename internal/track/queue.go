@@ -173,17 +173,17 @@ func (c *Controller) done(key types.NamespacedName) {
 		return
 	}
 	now := c.clock.Now().UnixNano()
-	r := syncRecord{start: obj.start, duration: now - obj.start, result: resultSuccess}
+	r := syncRecord{start: obj.start, durationUs: saturate32(now-obj.start, int64(time.Microsecond)), result: resultSuccess}
 	switch {
 	case obj.syncError != "":
-		r.result, r.err = resultError, obj.syncError
+		r.result = resultError
 	case obj.requeued:
 		r.result = resultRequeue
 	case obj.after > 0:
-		r.result, r.requeueAfter = resultRequeueAfter, obj.after
+		r.result, r.requeueAfter = resultRequeueAfter, saturate32(obj.after, int64(time.Millisecond))
 	}
-	c.errorBytes += int64(len(r.err) - len(obj.syncs[obj.next].err))
 	obj.syncs[obj.next] = r
+	c.setError(obj, obj.next, obj.syncError)
 	obj.next = (obj.next + 1) % ringSize
 	if obj.count < ringSize {
 		obj.count++
@@ -192,4 +192,18 @@ func (c *Controller) done(key types.NamespacedName) {
 	if obj.gone && !obj.requeued && obj.queuedSince == 0 && obj.readyAt == 0 {
 		c.dropLocked(key, obj)
 	}
+}
+
+// setError keeps err as the error text of ring slot i, allocating the texts on the first
+// error, and counts the bytes.
+func (c *Controller) setError(obj *object, i uint8, err string) {
+	if obj.errs == nil {
+		if err == "" {
+			return
+		}
+		obj.errs = new([ringSize]string)
+		c.errorBytes += errsSize
+	}
+	c.errorBytes += int64(len(err) - len(obj.errs[i]))
+	obj.errs[i] = err
 }

@@ -165,6 +165,20 @@ func TestErrorBacksOff(t *testing.T) {
 	if v := f.view("ns/a"); v.Queue.State != Idle || v.Queue.Retries != 0 || v.Syncs[2].Result != Success || v.Syncs[2].Error != "" {
 		t.Errorf("after a success: %+v %+v, want Idle, no retries", v.Queue, v.Syncs)
 	}
+	// The ring wraps: successes take the failed syncs' slots, and their texts go with them.
+	withErrors := f.c.Bytes()
+	for range ringSize {
+		f.sync(r, time.Second, success(f.q, r))
+	}
+	v := f.view("ns/a")
+	for _, s := range v.Syncs {
+		if s.Result != Success || s.Error != "" {
+			t.Errorf("after %d successes: %+v, want only successes without error text", ringSize, v.Syncs)
+		}
+	}
+	if got, want := withErrors-f.c.Bytes(), 2*int64(len(`pods "x" is forbidden: exceeded quota`)); got != want {
+		t.Errorf("bytes freed by overwriting the failed syncs: %d, want their texts' %d", got, want)
+	}
 }
 
 func TestRequeueWithoutError(t *testing.T) {
