@@ -14,7 +14,7 @@ import (
 func TestIdle(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	at := func(s float64, cpuMillis int) cpuSample {
-		return cpuSample{t0.Add(time.Duration(s * float64(time.Second))), time.Duration(cpuMillis) * time.Millisecond}
+		return cpuSample{at: t0.Add(time.Duration(s * float64(time.Second))), cpu: time.Duration(cpuMillis) * time.Millisecond}
 	}
 	for _, tc := range []struct {
 		name    string

@@ -101,6 +101,21 @@ type PhaseResult struct {
 	// ByRequest counts them by client, verb and resource ("replicaset-controller update
 	// replicasets/status"), with -by-controller.
 	ByRequest map[string]int `json:"requestsByVerbAndResource,omitempty"`
+	// Progress names the phase's measure of progress ("ready pods", "pods left"), and
+	// Series samples it with the manager's CPU time and RSS through the phase (every tick
+	// of the convergence poll and of waitIdle, every second of the quiet cluster): the chart
+	// draws them.
+	Progress string  `json:"progress,omitempty"`
+	Series   []Point `json:"series,omitempty"`
+}
+
+// Point is one instant of a phase, from the phase's start: its progress, the manager's CPU
+// seconds used since the phase started and its RSS.
+type Point struct {
+	Seconds    float64 `json:"s"`
+	Progress   int     `json:"progress"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	RSSBytes   int64   `json:"rssBytes"`
 }
 
 type clusterPaths struct{ dir, assets, kwok string }
@@ -218,11 +233,14 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		name string
 		pods int
 		act  func(context.Context, client.Client, Config) error
-		done func(context.Context, client.Client, Config) (bool, string, error)
+		// done reports whether the phase converged, and its progress (measured as progress
+		// names it) with why it has not.
+		done     func(context.Context, client.Client, Config) (bool, int, string, error)
+		progress string
 	}{
-		{"create", cfg.Deployments * cfg.Replicas, createDeployments, deploymentsComplete},
-		{"rolling update", cfg.Deployments * cfg.Replicas, updateImages, deploymentsComplete},
-		{"delete", 0, deleteDeployments, podsGone},
+		{"create", cfg.Deployments * cfg.Replicas, createDeployments, deploymentsComplete, readyPods},
+		{"rolling update", cfg.Deployments * cfg.Replicas, updateImages, deploymentsComplete, readyPods},
+		{"delete", 0, deleteDeployments, podsGone, "pods left"},
 	}
 	if opts.createOnly {
 		phases = phases[:1]
@@ -240,13 +258,23 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			return nil, fmt.Errorf("%s: %w", ph.name, err)
 		}
 		var last string
+		var progress int
+		var series []cpuSample
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, cfg.PhaseTimeout, true, func(ctx context.Context) (bool, error) {
 			if proc.Exited() {
 				return false, fmt.Errorf("%s", proc.State())
 			}
-			ok, why, err := ph.done(ctx, c.Client, cfg)
-			last = why
-			return ok, err
+			ok, n, why, err := ph.done(ctx, c.Client, cfg)
+			last, progress = why, n
+			if err != nil {
+				return false, err
+			}
+			u, err := proc.Usage()
+			if err != nil {
+				return false, err
+			}
+			series = append(series, cpuSample{at: time.Now(), cpu: u.CPU, rss: u.RSS, progress: n})
+			return ok, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s did not finish within %s (%s): %w", ph.name, cfg.PhaseTimeout, last, err)
@@ -254,7 +282,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		converged := time.Now()
 		prof.heap(ctx, ph.name)
 		cpu.finish()
-		settled, err := waitIdle(ctx, proc, cfg.Settle)
+		settling, settled, err := waitIdle(ctx, proc, cfg.Settle, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -267,6 +295,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		pr.SettleSeconds = end.at.Sub(converged).Seconds()
 		pr.Settled = settled
 		pr.PodsCreated = ph.pods
+		pr.Progress = ph.progress
+		pr.Series = points(prev, append(series, settling...), end)
 		if ph.pods > 0 {
 			pr.PodsPerSecond = float64(ph.pods) / pr.WallSeconds
 		}
@@ -284,10 +314,9 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		if ph.name == "create" && cfg.Quiet > 0 {
 			fmt.Printf("bench: %s: quiet cluster for %s\n", m.Name, cfg.Quiet)
 			cpu := prof.startCPU(ctx, quietPhase)
-			select {
-			case <-time.After(cfg.Quiet):
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			quiet, err := sampleFor(ctx, proc, cfg.Quiet, progress)
+			if err != nil {
+				return nil, err
 			}
 			end, err := take()
 			if err != nil {
@@ -299,6 +328,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			q := phaseResult(quietPhase, prev, end)
 			q.WallSeconds = end.at.Sub(prev.at).Seconds()
 			q.Settled = true
+			q.Progress = readyPods
+			q.Series = points(prev, quiet, end)
 			res.Quiet = q
 			windows = append(windows, window{name: quietPhase, start: prev.at, end: end.at})
 			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB (Go heap live %.0f, GC goal %.0f, held %.0f MiB); control plane %.3f cores, machine %.3f cores\n",
@@ -347,6 +378,49 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 // quietPhase names the idle cluster after the create phase.
 const quietPhase = "quiet"
 
+// readyPods is the progress of the phases that roll out pods: the pods of the Deployments'
+// current templates that are available (deploymentsComplete).
+const readyPods = "ready pods"
+
+// points is a phase's series, from the sample at its start: the samples taken through it,
+// then the phase's last sample (whose progress is the last seen).
+func points(from sample, samples []cpuSample, to sample) []Point {
+	out := make([]Point, 0, len(samples)+1)
+	last := 0
+	add := func(at time.Time, cpu time.Duration, rss int64, progress int) {
+		out = append(out, Point{Seconds: at.Sub(from.at).Seconds(), Progress: progress, CPUSeconds: (cpu - from.usage.CPU).Seconds(), RSSBytes: rss})
+	}
+	for _, s := range samples {
+		add(s.at, s.cpu, s.rss, s.progress)
+		last = s.progress
+	}
+	add(to.at, to.usage.CPU, to.usage.RSS, last)
+	return out
+}
+
+// sampleFor samples the manager's CPU time and RSS every second for d, with an unchanging
+// progress: the quiet cluster. Only /proc is read, as in waitIdle.
+func sampleFor(ctx context.Context, proc *cluster.Process, d time.Duration, progress int) ([]cpuSample, error) {
+	var out []cpuSample
+	deadline := time.Now().Add(d)
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return out, nil
+		}
+		select {
+		case <-time.After(min(wait, time.Second)):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		u, err := proc.Usage()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cpuSample{at: time.Now(), cpu: u.CPU, rss: u.RSS, progress: progress})
+	}
+}
+
 // phaseResult is the manager's costs between two samples and its memory at the second, with
 // the CPU time of the control plane and of the machine between them.
 func phaseResult(name string, from, to sample) *PhaseResult {
@@ -372,11 +446,11 @@ func phaseResult(name string, from, to sample) *PhaseResult {
 // over the last window (at most settleLimit), so that the settled RSS is what the manager
 // keeps once its work is done: the Go runtime's background scavenger has returned some of
 // the freed heap by then, but no GC is forced, as none is in production. It reports whether
-// the manager became idle. Only /proc is read meanwhile: scraping the manager would be work
-// of its own.
-func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration) (bool, error) {
+// the manager became idle, and returns its samples (with the phase's progress, for the
+// phase's series). Only /proc is read meanwhile: scraping the manager would be work of its own.
+func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration, progress int) ([]cpuSample, bool, error) {
 	if window <= 0 {
-		return true, nil
+		return nil, true, nil
 	}
 	const tick = 250 * time.Millisecond
 	limit := max(settleLimit, 4*window)
@@ -384,32 +458,34 @@ func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration) 
 	deadline := time.Now().Add(limit)
 	for {
 		if proc.Exited() {
-			return false, fmt.Errorf("%s", proc.State())
+			return nil, false, fmt.Errorf("%s", proc.State())
 		}
 		u, err := proc.Usage()
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		now := time.Now()
-		history = append(history, cpuSample{now, u.CPU})
+		history = append(history, cpuSample{at: now, cpu: u.CPU, rss: u.RSS, progress: progress})
 		if idle(history, window) {
-			return true, nil
+			return history, true, nil
 		}
 		if now.After(deadline) {
-			return false, nil
+			return history, false, nil
 		}
 		select {
 		case <-time.After(tick):
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
 
-// cpuSample is a process's CPU time at an instant.
+// cpuSample is a process's CPU time and RSS at an instant, with the phase's progress then.
 type cpuSample struct {
-	at  time.Time
-	cpu time.Duration
+	at       time.Time
+	cpu      time.Duration
+	rss      int64
+	progress int
 }
 
 // idle reports whether, from the newest sample at least window before the last one to the
@@ -511,13 +587,18 @@ func deleteDeployments(ctx context.Context, cl client.Client, cfg Config) error 
 
 // deploymentsComplete reports whether every Deployment has rolled out its current template:
 // observed, R replicas all updated and available, none of an older template left, Available.
-func deploymentsComplete(ctx context.Context, cl client.Client, cfg Config) (bool, string, error) {
+// Its progress is the ready pods: those of the Deployments' current templates available.
+func deploymentsComplete(ctx context.Context, cl client.Client, cfg Config) (bool, int, string, error) {
 	list := &appsv1.DeploymentList{}
 	if err := cl.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return false, err.Error(), nil
+		return false, 0, err.Error(), nil
+	}
+	ready := 0
+	for i := range list.Items {
+		ready += readyReplicas(&list.Items[i])
 	}
 	if len(list.Items) != cfg.Deployments {
-		return false, fmt.Sprintf("%d of %d Deployments exist", len(list.Items), cfg.Deployments), nil
+		return false, ready, fmt.Sprintf("%d of %d Deployments exist", len(list.Items), cfg.Deployments), nil
 	}
 	pending := 0
 	for i := range list.Items {
@@ -525,7 +606,17 @@ func deploymentsComplete(ctx context.Context, cl client.Client, cfg Config) (boo
 			pending++
 		}
 	}
-	return pending == 0, fmt.Sprintf("%d of %d Deployments not complete", pending, cfg.Deployments), nil
+	return pending == 0, ready, fmt.Sprintf("%d of %d Deployments not complete", pending, cfg.Deployments), nil
+}
+
+// readyReplicas is the Deployment's available pods of its current template: none while its
+// status is of an older generation (its updated replicas are then the older template's).
+func readyReplicas(d *appsv1.Deployment) int {
+	s := d.Status
+	if s.ObservedGeneration < d.Generation {
+		return 0
+	}
+	return int(min(s.UpdatedReplicas, s.AvailableReplicas))
 }
 
 func complete(d *appsv1.Deployment, replicas int32) bool {
@@ -542,13 +633,15 @@ func complete(d *appsv1.Deployment, replicas int32) bool {
 }
 
 // podsGone reports whether the namespace has no pods left.
-func podsGone(ctx context.Context, cl client.Client, _ Config) (bool, string, error) {
+// Its progress is the pods left.
+func podsGone(ctx context.Context, cl client.Client, cfg Config) (bool, int, string, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := cl.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return false, err.Error(), nil
+		// Unknown: the pods there were.
+		return false, cfg.Deployments * cfg.Replicas, err.Error(), nil
 	}
-	return len(list.Items) == 0, fmt.Sprintf("%d pods left", len(list.Items)), nil
+	return len(list.Items) == 0, len(list.Items), fmt.Sprintf("%d pods left", len(list.Items)), nil
 }
 
 // parallel runs fn for 0..n-1 with workers in flight and returns the first error.
