@@ -231,6 +231,13 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("bench: wrote %s\n", out)
+	if hasSeries(res.Managers) {
+		chart := chartPath(out)
+		if err := writeChart(chart, res.Managers); err != nil {
+			fail(fmt.Errorf("chart: %w", err))
+		}
+		fmt.Printf("bench: chart of each phase's progress, CPU and RSS over time in %s\n", chart)
+	}
 }
 
 // upstreamControllers are the controllers kube-controller-manager --help lists under
