@@ -10,8 +10,8 @@
 // control plane (kube-apiserver, etcd, kube-scheduler, kwok) and of the whole machine over the
 // phase, which tell whether convergence waited for them. -memory-slope repeats the
 // create phase at several sizes for the memory per pod; -profile saves CPU and heap profiles
-// per phase. It prints a table with kcm/upstream and issue 24's goals, and writes JSON for
-// tracking over time. `make bench` runs it at the default size, `make bench-scale` at the
+// per phase. It prints a table with kcm/upstream and issue 39's goals, writes JSON for
+// tracking over time and, beside it, an SVG chart of each phase's progress, CPU and RSS. `make bench` runs it at the default size, `make bench-scale` at the
 // large preset (-scale); `make e2e` runs a small size so it cannot rot.
 package main
 
@@ -79,7 +79,7 @@ type Result struct {
 	Config   Config             `json:"config"`
 	Managers []*ManagerResult   `json:"managers"`
 	Ratio    map[string]float64 `json:"ratioKCMToUpstream,omitempty"`
-	// Goals are issue 24's goals for kcm/upstream, each met or not.
+	// Goals are issue 39's goals for kcm/upstream at the run's size, each met or not.
 	Goals          []Goal    `json:"goals,omitempty"`
 	APIServerLimit *Baseline `json:"apiserverLimit,omitempty"`
 	// MemorySlope is -memory-slope's runs, nil without it.

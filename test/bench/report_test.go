@@ -144,42 +144,68 @@ func TestLeastSquaresSlope(t *testing.T) {
 
 func TestGoals(t *testing.T) {
 	phase := func(name string, wall, cpu float64, reqs float64, peak int64) *PhaseResult {
-		return &PhaseResult{Name: name, WallSeconds: wall, CPUSeconds: cpu, Requests: reqs, PeakRSSBytes: peak, PodsCreated: 100, PodsPerSecond: 100 / wall}
+		return &PhaseResult{Name: name, WallSeconds: wall, CPUSeconds: cpu, Requests: reqs, PeakRSSBytes: peak}
 	}
+	// kcm/upstream: create 0.86 of the wall time, 0.6 of the CPU, 0.9 of the requests; the
+	// quiet cluster 0.5 of the cores; delete 0.8, 0.45 and 0.8; peak RSS 0.7; RSS per pod
+	// 0.65 at the peak, 0.75 settled.
 	res := &Result{
-		Config: Config{QPS: 20},
 		Managers: []*ManagerResult{
-			{Name: "upstream", Phases: []*PhaseResult{phase("create", 100, 10, 1000, 100)}, CPUSeconds: 20, Requests: 2000, PeakRSSBytes: 100},
-			{Name: "kcm", Phases: []*PhaseResult{phase("create", 60, 9, 1000, 71)}, CPUSeconds: 16, Requests: 2001, PeakRSSBytes: 70},
+			{Name: "upstream", Phases: []*PhaseResult{phase("create", 100, 10, 1000, 100), phase("delete", 50, 20, 500, 100)},
+				Quiet: phase(quietPhase, 60, 1.2, 10, 100), CPUSeconds: 20, Requests: 2000, PeakRSSBytes: 100},
+			{Name: "kcm", Phases: []*PhaseResult{phase("create", 86, 6, 900, 71), phase("delete", 40, 9, 400, 70)},
+				Quiet: phase(quietPhase, 60, 0.6, 10, 71), CPUSeconds: 16, Requests: 2001, PeakRSSBytes: 70},
 		},
-		APIServerLimit: &Baseline{PodsPerSecond: 2},
+		MemorySlope: &MemorySlope{BytesPerPod: map[string]SlopeFit{"upstream": {Peak: 20000, Settled: 10000}, "kcm": {Peak: 13000, Settled: 7500}}},
 	}
 	res.Ratio = ratios(res.Managers)
-	got := map[string]Goal{}
-	for _, g := range goals(res) {
-		got[g.Name] = g
-	}
-	for name, met := range map[string]bool{
-		"create: convergence":     true,  // 0.60 ≤ 0.67
-		"create: CPU seconds":     false, // 0.90 > 0.8
-		"create: peak RSS":        false, // 0.71 > 0.7
-		"create: API requests":    true,  // 1.00 ≤ 1
-		"whole run: CPU seconds":  true,  // 0.80
-		"whole run: peak RSS":     true,  // 0.70
-		"whole run: API requests": false, // 1.0005
+	for _, tc := range []struct {
+		scale bool
+		met   map[string]bool
+	}{
+		{false, map[string]bool{
+			"create: API requests per converged object": false, // 0.90 > 0.85
+			"create: wall time":                         false, // 0.86 > 0.85
+			"create: manager CPU seconds":               true,  // 0.60 ≤ 0.8
+			"quiet: manager CPU":                        true,  // 0.50 ≤ 0.8
+			"delete: API requests per converged object": true,  // 0.80 ≤ 0.85
+			"delete: wall time":                         true,  // 0.80 ≤ 0.85
+			"delete: manager CPU seconds":               true,  // 0.45 ≤ 0.8
+			"whole run: peak RSS":                       true,  // 0.70 ≤ 0.7
+			"memory slope: peak RSS per pod":            true,  // 0.65 ≤ 0.7
+			"memory slope: settled RSS per pod":         false, // 0.75 > 0.7
+		}},
+		{true, map[string]bool{
+			"create: API requests per converged object": true,  // 0.90 ≤ 1
+			"create: wall time":                         true,  // 0.86 ≤ 0.9
+			"create: manager CPU seconds":               false, // 0.60 > 0.5
+			"quiet: manager CPU":                        true,  // 0.50 ≤ 0.5
+			"delete: API requests per converged object": true,
+			"delete: wall time":                         true,
+			"delete: manager CPU seconds":               true, // 0.45 ≤ 0.5
+			"whole run: peak RSS":                       true,
+			"memory slope: peak RSS per pod":            true,
+			"memory slope: settled RSS per pod":         false,
+		}},
 	} {
-		g, ok := got[name]
-		if !ok {
-			t.Errorf("no goal %q in %v", name, got)
-			continue
+		res.Config.Scale = tc.scale
+		got := map[string]Goal{}
+		for _, g := range goals(res) {
+			got[g.Name] = g
 		}
-		if g.Met != met {
-			t.Errorf("%s: ratio %.4f met=%v, want %v", name, g.Ratio, g.Met, met)
+		if len(got) != len(tc.met) {
+			t.Errorf("scale=%v: %d goals, want %d: %v", tc.scale, len(got), len(tc.met), got)
 		}
-	}
-	// kcm's 100 pods in 60 s are 0.83 of the API server's 2 pods/s.
-	if g := got["create: pods/s of the API server's limit"]; !g.Met || g.Min != 0.8 || g.Note == "" {
-		t.Errorf("pods/s goal = %+v; want met (0.83 ≥ 0.8), noting that this run's QPS was limited", g)
+		for name, met := range tc.met {
+			g, ok := got[name]
+			if !ok {
+				t.Errorf("scale=%v: no goal %q in %v", tc.scale, name, got)
+				continue
+			}
+			if g.Met != met {
+				t.Errorf("scale=%v: %s: ratio %.4f ≤ %.2f met=%v, want %v", tc.scale, name, g.Ratio, g.Max, g.Met, met)
+			}
+		}
 	}
 }
 
