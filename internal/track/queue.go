@@ -1,6 +1,7 @@
 package track
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -206,4 +207,30 @@ func (c *Controller) setError(obj *object, i uint8, err string) {
 	}
 	c.errorBytes += int64(len(err) - len(obj.errs[i]))
 	obj.errs[i] = err
+}
+
+// Dirty says whether the key of the sync ctx belongs to is queued again since the sync
+// started, ready for a worker once the sync ends: added by an event, or a RequeueAfter or
+// AddAfter that is due now; not one waiting in the future nor a rate-limited retry. A later
+// sync of the key then follows this one at once, so a reconciler may leave to it a write
+// that sync would overwrite. False outside a tracked sync. It allocates nothing.
+func Dirty(ctx context.Context) bool {
+	s, ok := keyOf(ctx)
+	if !ok {
+		return false
+	}
+	return s.c.dirty(s.key)
+}
+
+func (c *Controller) dirty(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj := c.objects[key]
+	if obj == nil || !obj.syncing {
+		return false
+	}
+	if obj.queuedSince != 0 {
+		return true
+	}
+	return obj.readyAt != 0 && !obj.backoff && obj.readyAt <= c.clock.Now().UnixNano()
 }

@@ -572,3 +572,71 @@ func BenchmarkSyncUntracked(b *testing.B) {
 		q.Done(r)
 	}
 }
+
+func TestDirty(t *testing.T) {
+	f := newFixture(t)
+	r := req("ns", "a")
+	ctx, _ := f.syncCtx(r)
+	if Dirty(ctx) {
+		t.Fatal("a key not syncing is dirty")
+	}
+	if Dirty(context.Background()) {
+		t.Fatal("a context outside a sync is dirty")
+	}
+	start := func() {
+		f.fq.next = r
+		f.q.GetWithPriority()
+	}
+	end := func() {
+		f.q.Forget(r)
+		f.q.Done(r)
+	}
+
+	// Queued before the sync started: the sync takes it, it is not dirty.
+	f.q.Add(r)
+	start()
+	if Dirty(ctx) {
+		t.Error("the sync's own queueing counts as dirty")
+	}
+	// A RequeueAfter in the future is not dirty; once due, it is.
+	f.q.AddAfter(r, time.Second)
+	if Dirty(ctx) {
+		t.Error("an AddAfter in the future is dirty")
+	}
+	f.clock.Step(time.Second)
+	if !Dirty(ctx) {
+		t.Error("a due AddAfter is not dirty")
+	}
+	end()
+
+	// A rate-limited retry is not dirty, before or after its backoff is chosen.
+	start()
+	f.q.AddRateLimited(r)
+	if Dirty(ctx) {
+		t.Error("a rate-limited retry is dirty")
+	}
+	f.q.Done(r)
+
+	// An event's Add during the sync is; the next sync starts clean.
+	start()
+	f.q.Add(r)
+	if !Dirty(ctx) {
+		t.Error("an Add during the sync is not dirty")
+	}
+	if other, _ := f.syncCtx(req("ns", "b")); Dirty(other) {
+		t.Error("another key is dirty")
+	}
+	end()
+	if Dirty(ctx) {
+		t.Error("dirty after the sync ended")
+	}
+	start()
+	if Dirty(ctx) {
+		t.Error("the next sync starts dirty")
+	}
+	end()
+
+	if n := testing.AllocsPerRun(100, func() { Dirty(ctx) }); n != 0 {
+		t.Errorf("Dirty allocates %v times a call", n)
+	}
+}
