@@ -43,14 +43,42 @@ func hasSeries(ms []*ManagerResult) bool {
 	return false
 }
 
-// writeChart draws the managers' phases, a row each: the phase's progress (ready pods, pods
-// left), the manager's CPU use in cores and its RSS, over the seconds since the phase
-// started, every manager on the same axes, each in its colour; a dashed line marks where
-// each manager's phase converged.
+// writeChart draws the managers' phases (drawChart) into an SVG file.
 func writeChart(path string, ms []*ManagerResult) error {
 	if len(ms) == 0 {
 		return fmt.Errorf("no managers to chart")
 	}
+	c := vgsvg.New(chartSize(ms))
+	if err := drawChart(draw.New(c), ms); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// chartCols are the plots of a phase's row: progress, CPU, RSS.
+const chartCols = 3
+
+// chartSize is the chart's width and height: 4.5 by 3 inches a plot.
+func chartSize(ms []*ManagerResult) (w, h vg.Length) {
+	return chartCols * 4.5 * vg.Inch, vg.Length(len(phaseNames(ms[0]))) * 3 * vg.Inch
+}
+
+// drawChart draws the managers' phases, a row each: the phase's progress (ready pods, pods
+// left), the manager's CPU use in cores and its RSS, over the seconds since the phase
+// started, every manager on the same axes, each in its colour; a dashed line marks where
+// each manager's phase converged.
+func drawChart(dc draw.Canvas, ms []*ManagerResult) error {
 	rows := phaseNames(ms[0])
 	grid := make([][]*plot.Plot, len(rows))
 	for i, name := range rows {
@@ -91,13 +119,14 @@ func writeChart(path string, ms []*ManagerResult) error {
 				}
 			}
 		}
-		cpu.Y.Min, rss.Y.Min, progress.Y.Min = 0, 0, 0
+		// From the phase's start and from nothing: the first sample is a tick in, and a
+		// difference reads as what it is.
+		for _, p := range []*plot.Plot{progress, cpu, rss} {
+			p.X.Min, p.Y.Min = 0, 0
+		}
 		grid[i] = []*plot.Plot{progress, cpu, rss}
 	}
-	const cols = 3
-	c := vgsvg.New(cols*4.5*vg.Inch, vg.Length(len(rows))*3*vg.Inch)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: len(rows), Cols: cols, PadX: vg.Centimeter, PadY: vg.Centimeter,
+	tiles := draw.Tiles{Rows: len(rows), Cols: chartCols, PadX: vg.Centimeter, PadY: vg.Centimeter,
 		PadTop: vg.Centimeter / 2, PadBottom: vg.Centimeter / 2, PadLeft: vg.Centimeter / 2, PadRight: vg.Centimeter / 2}
 	canvases := plot.Align(grid, tiles, dc)
 	for i := range grid {
@@ -105,18 +134,7 @@ func writeChart(path string, ms []*ManagerResult) error {
 			grid[i][j].Draw(canvases[i][j])
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // phasePlot is an empty plot of one measure of a phase.
