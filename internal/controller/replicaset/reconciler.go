@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,8 @@ type Reconciler struct {
 	Stale *staleness.Guard
 
 	expectations *expectations.Expectations
+	// held: the keys whose last sync left its status change to the next (holdStatus).
+	held sync.Map
 }
 
 // Reconcile observes the owner's pods, creates or deletes the difference and writes status.
@@ -60,6 +63,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
 			r.Stale.Clear(req.NamespacedName)
+			r.held.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -212,6 +216,16 @@ func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]
 func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
 	status.ObservedGeneration = rs.Generation
 	if equality.Semantic.DeepEqual(rs.Status, status) {
+		r.held.Delete(client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	// A later sync of the key, queued already, writes the status this one would: leave the
+	// write to it when nothing waits on the change (holdStatus). At most one sync in a row
+	// holds: a key kept dirty by a stream of pod events still writes every other sync, so
+	// no change waits longer than one more sync.
+	key := client.ObjectKeyFromObject(obj)
+	if _, heldLast := r.held.LoadAndDelete(key); !heldLast && holdStatus(rs.Status, status, track.Dirty(ctx)) {
+		r.held.Store(key, struct{}{})
 		return nil
 	}
 	r.Kind.SetStatus(obj, status)
@@ -220,6 +234,26 @@ func (r *Reconciler) updateStatus(ctx context.Context, obj client.Object, rs *ap
 	}
 	r.Stale.WroteAt(client.ObjectKeyFromObject(obj), obj.GetUID(), replicaSetsResource, obj.GetResourceVersion())
 	return nil
+}
+
+// holdStatus says whether a sync may leave its status change (old to new) unwritten because
+// the key is dirty: queued again since the sync started (track.Dirty), so the next sync,
+// which follows at once, computes the status afresh from the pods and writes it. Every path
+// of that sync ends by writing its status or by being retried (the staleness guard requeues
+// until the cache shows the owner's last write; an error backs off), so a held change is
+// never left unwritten while the owner exists. Nothing another controller waits on is held:
+// availableReplicas and readyReplicas pace the Deployment's rolling update, and
+// observedGeneration and the conditions are what kubectl rollout status and the Deployment's
+// own status read. Only replicas, fullyLabeledReplicas and terminatingReplicas, which a
+// burst of pod creations or deletions moves once per pod, may wait for the next sync.
+func holdStatus(old, new appsv1.ReplicaSetStatus, dirty bool) bool {
+	if !dirty {
+		return false
+	}
+	return old.ObservedGeneration == new.ObservedGeneration &&
+		old.AvailableReplicas == new.AvailableReplicas &&
+		old.ReadyReplicas == new.ReadyReplicas &&
+		equality.Semantic.DeepEqual(old.Conditions, new.Conditions)
 }
 
 // podFromTemplate is the pod rs creates: its template, named after it, controlled by it.
