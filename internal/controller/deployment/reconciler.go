@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,7 @@ import (
 	"github.com/kcm/kcm/internal/owned"
 	"github.com/kcm/kcm/internal/ownership"
 	"github.com/kcm/kcm/internal/patch"
+	"github.com/kcm/kcm/internal/track"
 )
 
 // ControllerName is upstream's name, also the reporting controller of its Events.
@@ -46,6 +48,9 @@ type Reconciler struct {
 	// TerminatingReplicas reports status.terminatingReplicas (upstream's
 	// DeploymentReplicaSetTerminatingReplicas gate, beta and on in v1.37).
 	TerminatingReplicas bool
+
+	// held: the keys whose last sync left its status change to the next (holdStatus).
+	held sync.Map
 }
 
 // What deployment-controller's own client does (reads of the shared cache, pods' included,
@@ -62,13 +67,22 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cached := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.held.Delete(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &syncer{Reconciler: r, d: cached.DeepCopy(), written: cached, now: r.Clock.Now()}
 	after, err := s.sync(ctx)
 	// What the sync changed in status and annotations is written even when it failed
 	// part way (a collision count, a failed creation), unless it failed on a stale cache.
-	if err == nil || !apierrors.IsConflict(err) {
+	// A sync that succeeded, whose key is queued again, may leave its change to the next
+	// sync, which follows at once (holdStatus); at most one sync in a row holds, so a key
+	// kept dirty by a stream of ReplicaSet events still writes every other sync.
+	_, heldLast := r.held.LoadAndDelete(req.NamespacedName)
+	if err == nil && !heldLast && holdStatus(s.written, s.d, r.TerminatingReplicas, track.Dirty(ctx)) {
+		r.held.Store(req.NamespacedName, struct{}{})
+	} else if err == nil || !apierrors.IsConflict(err) {
 		if werr := s.writeStatus(ctx); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -214,6 +228,43 @@ func (s *syncer) writeStatus(ctx context.Context) error {
 	}
 	s.written = s.d.DeepCopy()
 	return nil
+}
+
+// holdStatus says whether a sync may leave its change of the Deployment (written, as last
+// read or written, to d) unwritten because the key is dirty: queued again since the sync
+// started (track.Dirty), so the next sync, which follows at once, recomputes the status from
+// the ReplicaSets and writes it. Reconcile writes at the end of every sync that does not fail
+// on a conflict, and a conflict's newer version brings the key back, so a held change is
+// never left unwritten while the Deployment exists. What anyone waits on is never held:
+// observedGeneration (kubectl rollout status, the e2e framework), annotations (the revision,
+// a rollback's request), collisionCount (the next ReplicaSet's name depends on it), a
+// condition's status or reason (kubectl rollout status, the progress deadline's outcome), and
+// availableReplicas (the HPA's and PodDisruptionBudget's readers, and deploymentComplete).
+// What a rolling update moves once per pod may wait one sync: replicas, updatedReplicas,
+// readyReplicas, unavailableReplicas, terminatingReplicas, and a condition's message and
+// times (the next sync compares against the status last written, so it still sees the
+// progress and sets lastUpdateTime; the deadline counts from the time written).
+func holdStatus(written, d *appsv1.Deployment, terminatingReplicas, dirty bool) bool {
+	if !dirty {
+		return false
+	}
+	old, now := written.Status, d.Status
+	if !terminatingReplicas {
+		now.TerminatingReplicas = nil
+	}
+	if old.ObservedGeneration != now.ObservedGeneration || old.AvailableReplicas != now.AvailableReplicas ||
+		!equality.Semantic.DeepEqual(old.CollisionCount, now.CollisionCount) ||
+		!equality.Semantic.DeepEqual(written.Annotations, d.Annotations) ||
+		len(old.Conditions) != len(now.Conditions) {
+		return false
+	}
+	for i, c := range now.Conditions {
+		o := old.Conditions[i]
+		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason {
+			return false
+		}
+	}
+	return true
 }
 
 // SetupWithManager watches Deployments, their ReplicaSets (orphans too, for adoption), and
