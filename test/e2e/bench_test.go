@@ -46,6 +46,9 @@ var _ = Describe("The benchmark", func() {
 					WallSeconds     float64
 					Requests        float64 `json:"apiRequests"`
 					SettledRSSBytes int64
+					Series          []struct {
+						Seconds float64 `json:"s"`
+					}
 				}
 				Quiet        *struct{ WallSeconds float64 }
 				Requests     float64 `json:"apiRequests"`
@@ -57,12 +60,14 @@ var _ = Describe("The benchmark", func() {
 		}
 		Expect(json.Unmarshal(data, &res)).To(Succeed())
 		Expect(res.Managers).To(HaveLen(2))
+		Expect(strings.TrimSuffix(out, ".json")+".svg").To(BeAnExistingFile(), "the chart beside the JSON")
 		for _, m := range res.Managers {
 			Expect(m.Phases).To(HaveLen(3), m.Name)
 			for _, p := range m.Phases {
 				Expect(p.WallSeconds).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
 				Expect(p.Requests).To(BeNumerically(">", 0), "%s %s", m.Name, p.Name)
 				Expect(p.SettledRSSBytes).To(BeNumerically(">", 1<<20), "%s %s", m.Name, p.Name)
+				Expect(p.Series).NotTo(BeEmpty(), "%s %s: the samples the chart draws", m.Name, p.Name)
 			}
 			Expect(m.Quiet).NotTo(BeNil(), m.Name)
 			Expect(m.Quiet.WallSeconds).To(BeNumerically(">=", 2), m.Name)
