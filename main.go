@@ -75,6 +75,10 @@ func run(args []string) error {
 
 	logger := ctrl.Log
 	logger.Info("Starting kcm", "version", version.Get())
+	// A GC target of 50% over the live heap, not Go's 100%, unless GOGC says otherwise.
+	if pct := memlimit.ApplyGCPercent(os.Getenv); pct > 0 {
+		logger.Info("Set Go's GC target", "percent", pct)
+	}
 	// Go's soft memory limit at 90% of the container's, so the collector works harder before
 	// the kernel's OOM killer acts; an explicit GOMEMLIMIT wins.
 	if soft := memlimit.Apply(os.Getenv, "/sys/fs/cgroup"); soft > 0 {

@@ -54,3 +54,21 @@ func TestLimitAndApply(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	debug.SetGCPercent(100)
+	if got := ApplyGCPercent(func(string) string { return "" }); got != GCPercent {
+		t.Fatalf("without GOGC: set %d, want %d", got, GCPercent)
+	}
+	if prev := debug.SetGCPercent(100); prev != GCPercent {
+		t.Fatalf("without GOGC the runtime's GC percent is %d, want %d", prev, GCPercent)
+	}
+	env := map[string]string{"GOGC": "200"}
+	if got := ApplyGCPercent(func(k string) string { return env[k] }); got != 0 {
+		t.Fatalf("with GOGC set: set %d, want 0 (the operator's value wins)", got)
+	}
+	if prev := debug.SetGCPercent(100); prev != 100 {
+		t.Fatalf("with GOGC set the GC percent changed to %d", prev)
+	}
+}

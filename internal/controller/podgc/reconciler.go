@@ -16,9 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,7 +66,11 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader confirms, around the cache, that a node is gone.
 	APIReader client.Reader
-	Clock     clock.PassiveClock
+	// Pods, when set, returns the shared cache's own pods, which the pass only reads. Setup
+	// sets it to the pod informer's store (cachedPods); without it the pass lists pods
+	// through Client, as unit tests over a fake client do.
+	Pods  func(ctx context.Context) ([]*corev1.Pod, error)
+	Clock clock.PassiveClock
 
 	// TerminatedPodThreshold is --terminated-pod-gc-threshold: terminated pods above it are
 	// deleted, evicted then oldest first; 0 or less keeps them all.
@@ -103,17 +109,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 // of out-of-service nodes, pods of deleted nodes, unscheduled terminating pods.
 func (r *Reconciler) gc(ctx context.Context) error {
 	// Read only: the pods and nodes are the cache's own objects.
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+	all, err := r.allPods(ctx)
+	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
-	}
-	all := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		all[i] = &pods.Items[i]
 	}
 	p := &pass{r: r, now: r.Clock.Now(), done: map[types.UID]bool{}}
 	var errs []error
@@ -282,6 +284,51 @@ func statusPatch(uid types.UID, oldStatus, newStatus corev1.PodStatus) ([]byte, 
 		return nil, err
 	}
 	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, corev1.Pod{})
+}
+
+// allPods is every pod of the cache, read only: through Pods when set, else listed.
+func (r *Reconciler) allPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if r.Pods != nil {
+		return r.Pods(ctx)
+	}
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// cachedPods reads the pod informer's store itself. A List from the cache, even without deep
+// copies, copies every Pod struct (about 1.2 KB) into the PodList's items: 24 MB of garbage per
+// pass at 20,000 pods, every 20 seconds. The store hands out its own pointers, 24 bytes a pod.
+func cachedPods(c cache.Cache) func(ctx context.Context) ([]*corev1.Pod, error) {
+	return func(ctx context.Context) ([]*corev1.Pod, error) {
+		inf, err := c.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return nil, err
+		}
+		s, ok := inf.(interface{ GetStore() toolscache.Store })
+		if !ok {
+			return nil, fmt.Errorf("the pod informer (%T) has no store", inf)
+		}
+		return podsIn(s.GetStore()), nil
+	}
+}
+
+// podsIn is the pods of a store, as the store's own pointers.
+func podsIn(s toolscache.Store) []*corev1.Pod {
+	objs := s.List()
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // podsOn lists from the cache the pods bound to a node ("" for unscheduled pods).

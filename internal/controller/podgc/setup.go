@@ -28,6 +28,7 @@ func Setup(ctx *setup.Context) error {
 	r := &Reconciler{
 		Client:                 cl,
 		APIReader:              reader,
+		Pods:                   cachedPods(ctx.Manager.GetCache()),
 		TerminatedPodThreshold: threshold,
 		Period:                 DefaultPeriod,
 		Quarantine:             DefaultQuarantine,
