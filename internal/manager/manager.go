@@ -222,7 +222,15 @@ func (m *healthManager) Start(ctx context.Context) error {
 // (internal/debugz's /configz content, /flagz, /statusz, /metrics/slis); install runs once,
 // when the Manager starts, after the base handler's pages are mounted. Without a secure port
 // it does nothing.
+//
+// A Manager wrapping the process's (internal/groups' startup pass) reaches it through its
+// Unwrap; one whose Unwrap returns nil mounts nothing.
 func AddPages(mgr ctrlmanager.Manager, install func(*mux.PathRecorderMux)) {
+	if w, ok := mgr.(interface{ Unwrap() ctrlmanager.Manager }); ok {
+		if mgr = w.Unwrap(); mgr == nil {
+			return
+		}
+	}
 	if m, ok := mgr.(*healthManager); ok {
 		prev := m.pages
 		m.pages = func(mx *mux.PathRecorderMux) {

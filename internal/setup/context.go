@@ -74,6 +74,15 @@ func (c *Context) For(d Descriptor) *Context {
 		overrides: c.overrides, read: map[string]bool{}, credentials: c.credentials, gatesRead: c.gatesRead}
 }
 
+// WithManager returns the context with another Manager, sharing everything else (overrides,
+// credentials, the feature gates read): a controller group's term (internal/groups) sets its
+// controllers up again against a Manager of its own.
+func (c *Context) WithManager(m manager.Manager) *Context {
+	out := *c
+	out.Manager = m
+	return &out
+}
+
 // FlagsRead lists, sorted, the flags this controller's Setup has read through the context.
 func (c *Context) FlagsRead() []string {
 	names := make([]string, 0, len(c.read))

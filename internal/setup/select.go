@@ -107,48 +107,24 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	if len(sel.NotBuilt) > 0 {
 		logger.Info("Enabled controllers that kcm does not implement yet will not run", "controllers", sel.NotBuilt)
 	}
-	var indexes []index.Index
-	for _, d := range sel.Enabled {
-		if d.Built() {
-			indexes = append(indexes, d.Indexes...)
-		}
-	}
-	if err := index.Register(context.Background(), ctx.Manager.GetFieldIndexer(), indexes); err != nil {
-		return nil, err
-	}
 	// Every tracked controller's per-object views (internal/track), leader only as upstream's
 	// debug handlers, at /debug/controllers/<controller>/objects/...
 	ctx.DebugHandler(track.DebugPath, track.Handler())
-	var started []string
-	wanting := map[string]string{}
+	started, wanting, err := setUp(ctx, sel.Enabled)
+	if err != nil {
+		return nil, err
+	}
 	actedOn, unused := map[string]bool{}, map[string]bool{}
 	for _, f := range sharedFlags {
 		actedOn[f.FlagName()] = true
 	}
+	// A skipped controller has still acted on its flags: they decided that it does not run.
 	for _, d := range sel.Enabled {
-		if !d.Built() {
-			continue
-		}
-		// A skipped controller has still acted on its flags: they decided that it does not run.
-		for _, f := range d.FlagNames() {
-			actedOn[f] = true
-		}
-		switch err := d.Setup(ctx.For(d)); {
-		case errors.Is(err, ErrSkipped):
-			var s *skipped
-			if errors.As(err, &s) {
-				wanting[d.Name] = s.flag
-			}
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("setting up %s: %w", d.Name, err)
-		}
-		if d.Convergence != nil {
-			if err := convergence.Install(ctx.Manager, *d.Convergence); err != nil {
-				return nil, fmt.Errorf("setting up %s's convergence clocks: %w", d.Name, err)
+		if d.Built() {
+			for _, f := range d.FlagNames() {
+				actedOn[f] = true
 			}
 		}
-		started = append(started, d.Name)
 	}
 	if err := ctx.unapplied(); err != nil {
 		return nil, err
@@ -173,6 +149,55 @@ func SetupEnabled(ctx *Context, sel Selection) ([]string, error) {
 	}
 	logger.Info("Controllers set up", "controllers", started)
 	return started, nil
+}
+
+// SetupTerm sets up, for one term of a controller group (internal/groups), the controllers
+// of enabled that kcm has built, against ctx's Manager (the term's): their indexes, each
+// once, then each Setup and its convergence clocks. SetupEnabled has already set every one of
+// them up once at startup and reported what runs; a term says nothing more. It returns the
+// names set up (a Setup may skip its controller, as at startup).
+func SetupTerm(ctx *Context, enabled []Descriptor) ([]string, error) {
+	started, _, err := setUp(ctx, enabled)
+	return started, err
+}
+
+// setUp registers the indexes of the built controllers of enabled, each once, then sets each
+// one up with its convergence clocks. It returns the names set up and, for those a Setup
+// skipped for want of a flag, that flag.
+func setUp(ctx *Context, enabled []Descriptor) ([]string, map[string]string, error) {
+	var indexes []index.Index
+	for _, d := range enabled {
+		if d.Built() {
+			indexes = append(indexes, d.Indexes...)
+		}
+	}
+	if err := index.Register(context.Background(), ctx.Manager.GetFieldIndexer(), indexes); err != nil {
+		return nil, nil, err
+	}
+	var started []string
+	wanting := map[string]string{}
+	for _, d := range enabled {
+		if !d.Built() {
+			continue
+		}
+		switch err := d.Setup(ctx.For(d)); {
+		case errors.Is(err, ErrSkipped):
+			var s *skipped
+			if errors.As(err, &s) {
+				wanting[d.Name] = s.flag
+			}
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("setting up %s: %w", d.Name, err)
+		}
+		if d.Convergence != nil {
+			if err := convergence.Install(ctx.Manager, *d.Convergence); err != nil {
+				return nil, nil, fmt.Errorf("setting up %s's convergence clocks: %w", d.Name, err)
+			}
+		}
+		started = append(started, d.Name)
+	}
+	return started, wanting, nil
 }
 
 // notRunning names, each with the flag that would turn it on, the controllers whose Setup
