@@ -33,13 +33,7 @@ type Selection struct {
 // aliases are both accepted. As upstream, the first entry naming a controller decides, and
 // "*" only decides for controllers no entry names. An unknown name is an error.
 func Select(registry []Descriptor, controllers []string) (Selection, error) {
-	canonical := map[string]string{}
-	for _, d := range registry {
-		canonical[d.Name] = d.Name
-		for _, a := range d.Aliases {
-			canonical[a] = d.Name
-		}
-	}
+	canonical := names(registry)
 	star := false
 	explicit := map[string]bool{}
 	var unknown []string
@@ -90,6 +84,28 @@ func Select(registry []Descriptor, controllers []string) (Selection, error) {
 		}
 	}
 	return sel, nil
+}
+
+// names maps every controller's name and alias to its name.
+func names(registry []Descriptor) map[string]string {
+	canonical := map[string]string{}
+	for _, d := range registry {
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
+		}
+	}
+	return canonical
+}
+
+// Canonical returns upstream's name of the controller a name or alias of registry names,
+// false for a name no controller has (for --controller-groups, as --controllers takes both).
+func Canonical(registry []Descriptor) func(string) (string, bool) {
+	canonical := names(registry)
+	return func(name string) (string, bool) {
+		n, ok := canonical[name]
+		return n, ok
+	}
 }
 
 // SetupEnabled sets up every enabled controller kcm has built whose required feature gates are
