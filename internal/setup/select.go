@@ -33,7 +33,7 @@ type Selection struct {
 // aliases are both accepted. As upstream, the first entry naming a controller decides, and
 // "*" only decides for controllers no entry names. An unknown name is an error.
 func Select(registry []Descriptor, controllers []string) (Selection, error) {
-	canonical := names(registry)
+	canonical := nameIndex(registry)
 	star := false
 	explicit := map[string]bool{}
 	var unknown []string
@@ -86,8 +86,8 @@ func Select(registry []Descriptor, controllers []string) (Selection, error) {
 	return sel, nil
 }
 
-// names maps every controller's name and alias to its name.
-func names(registry []Descriptor) map[string]string {
+// nameIndex maps every controller's name and alias to its name.
+func nameIndex(registry []Descriptor) map[string]string {
 	canonical := map[string]string{}
 	for _, d := range registry {
 		canonical[d.Name] = d.Name
@@ -101,7 +101,7 @@ func names(registry []Descriptor) map[string]string {
 // Canonical returns upstream's name of the controller a name or alias of registry names,
 // false for a name no controller has (for --controller-groups, as --controllers takes both).
 func Canonical(registry []Descriptor) func(string) (string, bool) {
-	canonical := names(registry)
+	canonical := nameIndex(registry)
 	return func(name string) (string, bool) {
 		n, ok := canonical[name]
 		return n, ok
