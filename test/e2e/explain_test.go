@@ -41,6 +41,7 @@ import (
 
 	"github.com/kcm/kcm/internal/explain"
 	"github.com/kcm/kcm/internal/track"
+	"github.com/kcm/kcm/test/cluster"
 )
 
 // `kcm explain` (issue 37) against stuck states built through the public API, as a user
@@ -551,8 +552,14 @@ func findNode(n explain.Node, kind string) *explain.Node {
 // and restartKCM choose: read from its command line.
 func kcmURL() string {
 	GinkgoHelper()
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kcm.Pid()))
-	Expect(err).NotTo(HaveOccurred(), "%s", kcm.State())
+	return processURL(kcm)
+}
+
+// processURL is the secure port of a kcm process, from its --secure-port.
+func processURL(p *cluster.Process) string {
+	GinkgoHelper()
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
+	Expect(err).NotTo(HaveOccurred(), "%s", p.State())
 	port := ""
 	for _, arg := range strings.Split(string(cmdline), "\x00") {
 		if v, ok := strings.CutPrefix(arg, "--secure-port="); ok {
@@ -560,14 +567,19 @@ func kcmURL() string {
 		}
 	}
 	_, err = strconv.Atoi(port)
-	Expect(err).NotTo(HaveOccurred(), "kcm's --secure-port in %q", cmdline)
+	Expect(err).NotTo(HaveOccurred(), "%s's --secure-port in %q", p.Name, cmdline)
 	return "https://127.0.0.1:" + port
 }
 
-// kcmGet reads a path of kcm's secure port as the administrator (a client certificate of
-// the cluster CA, which kcm's delegated authentication accepts); kcm's serving certificate
-// is its own self-signed one.
+// kcmGet reads a path of the suite kcm's secure port as the administrator.
 func kcmGet(ctx context.Context, path string) (int, []byte, error) {
+	return processGet(ctx, kcm, path)
+}
+
+// processGet reads a path of a kcm process's secure port as the administrator (a client
+// certificate of the cluster CA, which kcm's delegated authentication accepts); kcm's serving
+// certificate is its own self-signed one.
+func processGet(ctx context.Context, p *cluster.Process, path string) (int, []byte, error) {
 	cert, err := tls.X509KeyPair(local.Config.CertData, local.Config.KeyData)
 	if err != nil {
 		return 0, nil, err
@@ -575,7 +587,7 @@ func kcmGet(ctx context.Context, path string) (int, []byte, error) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} // self-signed
 	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, kcmURL()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, processURL(p)+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
