@@ -13,15 +13,20 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcm/kcm/internal/groups"
+	"github.com/kcm/kcm/internal/testenv"
 )
 
 // Short durations, as client-go allows (lease > renew deadline > 1.2 × retry): a lost Lease
@@ -166,7 +171,7 @@ func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
-func startReplica(ns, id string, gs []groups.Group, t *terms) *replica {
+func startReplica(ns, id string, gs []groups.Group, t *terms, adjust ...func(*groups.Config, kubernetes.Interface)) *replica {
 	GinkgoHelper()
 	r := &replica{id: id, done: make(chan struct{}), cut: &atomic.Bool{}}
 	cfg := rest.CopyConfig(env.Config)
@@ -175,11 +180,15 @@ func startReplica(ns, id string, gs []groups.Group, t *terms) *replica {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{next: rt, cut: r.cut} })
 	cs, err := kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	r.elections, err = groups.New(groups.Config{
+	gc := groups.Config{
 		Client: cs, Namespace: ns, Name: "kcm", Identity: id,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		Groups: gs, Run: t.run(id),
-	})
+	}
+	for _, a := range adjust {
+		a(&gc, cs)
+	}
+	r.elections, err = groups.New(gc)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), GinkgoLogr.WithValues("replica", id)))
 	r.cancel = cancel
@@ -381,6 +390,22 @@ var _ = Describe("Elections", func() {
 		By("the other replica gone: the share is all four")
 		Expect(env.Client.Delete(ctx, ghost)).To(Succeed())
 		Eventually(split(t, map[*replica]int{a: 4}, all)).Should(Succeed())
+	})
+
+	It("records upstream's leader-election Events on each group Lease", func(ctx SpecContext) {
+		ns := env.Namespace(ctx, "events")
+		all := groupsNamed("a", "b")
+		a := startReplica(ns, "host-a_1", all, t, func(c *groups.Config, cs kubernetes.Interface) {
+			b := record.NewBroadcaster(record.WithContext(ctx))
+			DeferCleanup(b.Shutdown)
+			b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.EventRecorder = b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kube-controller-manager"})
+		})
+		Eventually(split(t, map[*replica]int{a: 2}, all)).Should(Succeed())
+		for _, g := range all {
+			testenv.ExpectEvent(ctx, env.Client, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kcm-" + g.Name}},
+				testenv.Event{Type: corev1.EventTypeNormal, Reason: "LeaderElection", Message: "host-a_1 became leader", Source: "kube-controller-manager"})
+		}
 	})
 
 	It("lets a group whose term fails go, and is a candidate for it again after a retry period", func(ctx SpecContext) {
