@@ -128,6 +128,13 @@ func TestFlagzAsUpstream(t *testing.T) {
 		}
 		delete(got.Flags, name)
 	}
+	// And its own flags, which upstream does not have.
+	for _, name := range options.OwnFlagNames() {
+		if _, ok := got.Flags[name]; !ok {
+			t.Errorf("/flagz lacks kcm's own --%s", name)
+		}
+		delete(got.Flags, name)
+	}
 	if diffs := mapDiff(upstream.Flags, got.Flags); len(diffs) > 0 {
 		t.Errorf("kcm's /flagz differs from upstream's for %q:\n  %s", upstream.Args, strings.Join(diffs, "\n  "))
 	}

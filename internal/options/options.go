@@ -1,6 +1,7 @@
 // Package options holds kcm's command line: upstream kube-controller-manager's flags, with
 // upstream's names and defaults. Every flag upstream v1.37 accepts is accepted, so existing
-// manifests keep working; those kcm does not act on yet are reported, never rejected.
+// manifests keep working; those kcm does not act on yet are reported, never rejected. kcm
+// adds one flag of its own, --controller-groups (own.go), which upstream's manifests never set.
 package options
 
 import (
@@ -35,6 +36,11 @@ type Options struct {
 	KubeAPIContentType string
 
 	LeaderElection LeaderElection
+
+	// ControllerGroups is --controller-groups, kcm's own flag (own.go): empty for upstream's one
+	// Lease, "auto", or "name=controller,...;name=...". internal/groups parses and checks it
+	// against the controllers that run.
+	ControllerGroups string
 
 	// The secure port, as upstream's: k8s.io/apiserver's serving, delegated authentication and
 	// authorization options with upstream's defaults and flags (--secure-port 10257,
@@ -106,6 +112,7 @@ func New(readByControllers ...string) *Options {
 	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", "kube-system", "The namespace of resource object that is used for locking during leader election.")
 
 	o.addServingFlags(fs)
+	o.addOwnFlags(fs)
 
 	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "If set, this root certificate authority will be included in the kube-root-ca.crt ConfigMap of every namespace.")
 

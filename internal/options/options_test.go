@@ -29,19 +29,40 @@ func TestEveryUpstreamFlagIsAcceptedWithUpstreamDefault(t *testing.T) {
 	}
 }
 
-// kcm adds no flag of its own: it is a drop-in. Beside kube-controller-manager's flags it has
-// only cloud-controller-manager's for the cloud loops it also runs.
-func TestNoFlagBeyondUpstream(t *testing.T) {
+// kcm is a drop-in: beside kube-controller-manager's flags it has only cloud-controller-manager's,
+// for the cloud loops it also runs, and its own (ownFlags), whose help says they are kcm's and
+// whose defaults leave upstream's behaviour unchanged.
+func TestNoFlagBeyondUpstreamButKcmsOwn(t *testing.T) {
 	upstream := map[string]bool{}
 	for _, f := range append(append([]upstreamFlag{}, upstreamFlags...), cloudFlags...) {
 		upstream[f.Name] = true
 	}
+	own := map[string]bool{}
+	for _, name := range OwnFlagNames() {
+		if upstream[name] {
+			t.Errorf("--%s is upstream's, not kcm's own", name)
+		}
+		own[name] = true
+	}
 	o := New()
 	o.FlagSet().VisitAll(func(f *pflag.Flag) {
-		if !upstream[f.Name] {
-			t.Errorf("--%s is not an upstream flag", f.Name)
+		switch {
+		case own[f.Name]:
+			if !strings.HasPrefix(f.Usage, "kcm's own flag, not upstream's: ") {
+				t.Errorf("--%s is kcm's own, its help does not begin by saying so: %q", f.Name, f.Usage)
+			}
+			if f.DefValue != "" {
+				t.Errorf("--%s defaults to %q: an unset flag of kcm's must change nothing", f.Name, f.DefValue)
+			}
+		case !upstream[f.Name]:
+			t.Errorf("--%s is neither an upstream flag nor one of kcm's own", f.Name)
 		}
 	})
+	for name := range own {
+		if o.FlagSet().Lookup(name) == nil {
+			t.Errorf("--%s is listed as kcm's own but not registered", name)
+		}
+	}
 }
 
 // The arguments kubeadm v1.37 writes into the kube-controller-manager static pod.
@@ -121,6 +142,10 @@ func TestParse(t *testing.T) {
 		{name: "negative workers", args: []string{"--concurrent-job-syncs=-1"}, wantErr: "--concurrent-job-syncs"},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		{name: "positional argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{name: "controller groups off by default", check: func(o *Options) bool { return o.ControllerGroups == "" }},
+		{name: "controller groups", args: []string{"--controller-groups=apps=deployment,replicaset;rest=ttl"}, check: func(o *Options) bool {
+			return o.ControllerGroups == "apps=deployment,replicaset;rest=ttl"
+		}},
 		{name: "bad value of a flag kcm acts on", args: []string{"--kube-api-burst=many"}, wantErr: "kube-api-burst"},
 	}
 	for _, tt := range tests {

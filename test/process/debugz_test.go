@@ -74,6 +74,11 @@ var _ = Describe("The debug and status pages", func() {
 			Expect(kcm.flagz).To(HaveKey(name))
 			delete(kcm.flagz, name)
 		}
+		// And its own flags, which upstream does not have.
+		for _, name := range options.OwnFlagNames() {
+			Expect(kcm.flagz).To(HaveKey(name))
+			delete(kcm.flagz, name)
+		}
 		Expect(kcm.flagz).To(Equal(up.flagz), "/flagz")
 		upStatus, kcmStatus := up.statusz, kcm.statusz
 		upStatus.BinaryVersion, kcmStatus.BinaryVersion = "", ""
