@@ -50,6 +50,7 @@ type candidates struct {
 	leaseDuration, retry     time.Duration
 	now                      func() time.Time
 	live                     atomic.Int32
+	liveIDs                  atomic.Pointer[[]string]
 	own                      *coordinationv1.Lease // the last version of our Lease read or written
 	lastListErr, lastRenewal error
 }
@@ -61,11 +62,15 @@ func newCandidates(cfg Config) *candidates {
 		leaseDuration: cfg.LeaseDuration, retry: cfg.RetryPeriod, now: time.Now,
 	}
 	c.live.Store(1)
+	c.liveIDs.Store(&[]string{c.identity})
 	return c
 }
 
 // Live is the number of live replicas, this one included: at least 1.
 func (c *candidates) Live() int { return int(c.live.Load()) }
+
+// LiveIdentities are the live replicas' identities, this one's included.
+func (c *candidates) LiveIdentities() []string { return *c.liveIDs.Load() }
 
 // round renews our Lease, then lists everyone's: the count of live replicas and the deletion
 // of long-expired Leases. Errors are logged once until the next success: the elections go on
@@ -156,6 +161,13 @@ func (c *candidates) count(ctx context.Context) error {
 	}
 	now := c.now()
 	c.live.Store(int32(LiveReplicas(list.Items, c.lease, now)))
+	ids := []string{c.identity}
+	for i := range list.Items {
+		if l := &list.Items[i]; l.Name != c.lease && expiry(l).After(now) {
+			ids = append(ids, *l.Spec.HolderIdentity)
+		}
+	}
+	c.liveIDs.Store(&ids)
 	for _, l := range StaleCandidates(list.Items, c.lease, now, staleAfter*c.leaseDuration) {
 		// Only the version we judged: a replica that came back and renewed keeps its Lease.
 		err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})

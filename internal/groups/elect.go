@@ -75,6 +75,7 @@ type group struct {
 
 	mu      sync.Mutex
 	endTerm context.CancelFunc // set while a term runs
+	givenUp bool               // the last term ended by balance
 }
 
 // New checks cfg and returns the Elections, not running yet: their health checks exist from
@@ -189,8 +190,9 @@ func (e *Elections) Run(ctx context.Context) error {
 	return nil
 }
 
-// balance lets the extra groups go, at the end of each renew period, while this replica leads
-// more than its share (a replica joined).
+// balance lets groups go at the end of each renew period: the extra ones while this replica
+// leads more than its share (a replica joined), and its donations to a replica left below
+// floor(groups / live) while others lead more (Donations).
 func (e *Elections) balance(ctx context.Context) {
 	t := time.NewTicker(e.cfg.RenewDeadline)
 	defer t.Stop()
@@ -200,15 +202,41 @@ func (e *Elections) balance(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		leading := e.Leading()
 		share := Share(len(e.groups), e.cands.Live())
-		for _, name := range GiveUp(e.cfg.Identity, e.Leading(), share) {
+		extra := len(leading) - share
+		if holders, err := e.holders(ctx); err != nil {
+			log.FromContext(ctx).V(2).Info("Could not list the controller groups' Leases; balancing by the share alone", "err", err)
+		} else {
+			extra = max(extra, Donations(e.cfg.Identity, holders, e.cands.LiveIdentities(), len(e.groups)))
+		}
+		if extra <= 0 {
+			continue
+		}
+		for _, name := range GiveUp(e.cfg.Identity, leading, len(leading)-extra) {
 			for _, gr := range e.groups {
-				if gr.g.Name == name && gr.end() {
-					log.FromContext(ctx).Info("Letting a controller group go: this replica leads more than its share", "controllerGroup", name, "share", share, "liveReplicas", e.cands.Live())
+				if gr.g.Name == name && gr.end(true) {
+					log.FromContext(ctx).Info("Letting a controller group go to even the split", "controllerGroup", name, "leading", len(leading), "share", share, "liveReplicas", e.cands.Live())
 				}
 			}
 		}
 	}
+}
+
+// holders counts the group Leases each replica holds, unexpired, by the Leases' labels.
+func (e *Elections) holders(ctx context.Context) (map[string]int, error) {
+	list, err := e.cfg.Client.CoordinationV1().Leases(e.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + e.cfg.Name})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := map[string]int{}
+	for i := range list.Items {
+		if l := &list.Items[i]; expiry(l).After(now) {
+			out[*l.Spec.HolderIdentity]++
+		}
+	}
+	return out, nil
 }
 
 // runGroup elects gr again and again until ctx is done; after a term it waits a retry period,
@@ -222,9 +250,15 @@ func (e *Elections) runGroup(ctx context.Context, gr *group) {
 		if !e.term(ctx, gr, func() { stopped.Do(e.stopping.Done) }) {
 			continue
 		}
+		wait := e.cfg.RetryPeriod
+		if gr.takeGivenUp() {
+			// Given up to even the split: leave the other replicas a renew deadline to take
+			// it, rather than race them for it.
+			wait += e.cfg.RenewDeadline
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(e.cfg.RetryPeriod):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -394,8 +428,9 @@ func (gr *group) running() bool {
 	return gr.endTerm != nil
 }
 
-// end ends the running term, if any; it reports whether one was running.
-func (gr *group) end() bool {
+// end ends the running term, if any, given up to balance the split or not; it reports
+// whether one was running.
+func (gr *group) end(givenUp bool) bool {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
 	if gr.endTerm == nil {
@@ -403,7 +438,17 @@ func (gr *group) end() bool {
 	}
 	gr.endTerm()
 	gr.endTerm = nil
+	gr.givenUp = givenUp
 	return true
+}
+
+// takeGivenUp reports whether the last term was given up, and forgets it.
+func (gr *group) takeGivenUp() bool {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	g := gr.givenUp
+	gr.givenUp = false
+	return g
 }
 
 // leading counts the groups whose Lease this replica holds by its last read or write.

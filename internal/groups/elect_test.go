@@ -300,13 +300,25 @@ var _ = Describe("Elections", func() {
 		Eventually(split(t, map[*replica]int{a: 3, b: 3}, all)).Should(Succeed())
 	})
 
-	It("gives a replica added later its share: the others let their extra groups go", func(ctx SpecContext) {
+	It("gives a replica added later its share: the others let their extra groups go, or donate one", func(ctx SpecContext) {
 		ns := env.Namespace(ctx, "join")
 		all := groupsNamed("a", "b", "c", "d", "e", "f")
 		a, b := startReplica(ns, "host-a_1", all, t), startReplica(ns, "host-b_2", all, t)
 		Eventually(split(t, map[*replica]int{a: 3, b: 3}, all)).Should(Succeed())
 		c := startReplica(ns, "host-c_3", all, t)
 		Eventually(split(t, map[*replica]int{a: 2, b: 2, c: 2}, all)).Should(Succeed())
+
+		By("a fourth replica: every share is still two, but the others donate so that it leads one")
+		d := startReplica(ns, "host-d_4", all, t)
+		Eventually(func(g Gomega) {
+			g.Expect(t.leaders()).To(HaveLen(len(all)))
+			var counts []int
+			for _, r := range []*replica{a, b, c, d} {
+				counts = append(counts, len(r.elections.Leading()))
+			}
+			g.Expect(counts).To(ConsistOf(2, 2, 1, 1), "groups led by a, b, c, d")
+			g.Expect(counts[3]).To(Equal(1), "d, the replica that joined, leads one")
+		}).Should(Succeed())
 	})
 
 	It("keeps a group's Lease while its RunFunc is slow to stop, and hands it over once it returns", func(ctx SpecContext) {

@@ -56,3 +56,53 @@ func rank(identity, group string) uint64 {
 	_, _ = h.Write([]byte(group))
 	return h.Sum64()
 }
+
+// Donations is how many of the groups it leads the replica identity lets go, within its
+// share, so that no live replica leads fewer than floor(groups / live) while another leads
+// more: with six groups and four replicas every share is two, and three replicas at two would
+// leave the fourth none. leading counts the groups each replica holds by the group Leases;
+// live lists the live replicas' identities, identity among them. Groups nobody holds go to the
+// replicas below the floor first (they may take them), so only what those cannot cover is
+// donated, one group at a time from the replicas that lead the most (ties by identity): every
+// replica computes the same donations from the same Leases.
+func Donations(identity string, leading map[string]int, live []string, groups int) int {
+	if len(live) == 0 {
+		return 0
+	}
+	floor := groups / len(live)
+	held := 0
+	for _, n := range leading {
+		held += n
+	}
+	needed := held - groups // minus the groups nobody holds
+	for _, id := range live {
+		if leading[id] < floor {
+			needed += floor - leading[id]
+		}
+	}
+	if needed <= 0 {
+		return 0
+	}
+	donors := slices.Clone(live)
+	slices.SortFunc(donors, func(a, b string) int {
+		if c := cmp.Compare(leading[b], leading[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	give := map[string]int{}
+	for needed > 0 {
+		gave := false
+		for _, d := range donors {
+			if needed > 0 && leading[d]-give[d] > floor {
+				give[d]++
+				needed--
+				gave = true
+			}
+		}
+		if !gave {
+			break
+		}
+	}
+	return give[identity]
+}

@@ -108,3 +108,37 @@ func TestGiveUp(t *testing.T) {
 		}
 	}
 }
+
+func TestDonations(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		leading map[string]int
+		live    []string
+		groups  int
+		want    map[string]int // by identity; absent: 0
+	}{
+		{name: "even", leading: map[string]int{"a": 2, "b": 2, "c": 2}, live: []string{"a", "b", "c"}, groups: 6},
+		{name: "four replicas, six groups, one idle: the two first of the fullest give one each",
+			leading: map[string]int{"a": 2, "b": 2, "c": 2}, live: []string{"a", "b", "c", "d"}, groups: 6,
+			want: map[string]int{"a": 1}},
+		{name: "two idle of four: floor one each, two donations",
+			leading: map[string]int{"a": 3, "b": 3}, live: []string{"a", "b", "c", "d"}, groups: 6,
+			want: map[string]int{"a": 1, "b": 1}},
+		{name: "free groups cover the idle replica: nothing donated",
+			leading: map[string]int{"a": 2, "b": 2, "c": 1}, live: []string{"a", "b", "c", "d"}, groups: 6},
+		{name: "free groups cover part of it",
+			leading: map[string]int{"a": 3, "b": 2}, live: []string{"a", "b", "c", "d", "e", "f"}, groups: 6,
+			want: map[string]int{"a": 2, "b": 1}},
+		{name: "more replicas than groups: floor zero, nothing to donate",
+			leading: map[string]int{"a": 1, "b": 1}, live: []string{"a", "b", "c"}, groups: 2},
+		{name: "a dead replica's groups count as held, not donated by the live",
+			leading: map[string]int{"a": 2, "b": 2, "dead": 2}, live: []string{"a", "b", "c"}, groups: 6},
+		{name: "no live replica listed", leading: map[string]int{"a": 6}, groups: 6},
+	} {
+		for _, id := range append(c.live, "outsider") {
+			if got := Donations(id, c.leading, c.live, c.groups); got != c.want[id] {
+				t.Errorf("%s: Donations(%s) = %d, want %d", c.name, id, got, c.want[id])
+			}
+		}
+	}
+}
