@@ -2,6 +2,7 @@ package options
 
 import (
 	"github.com/spf13/pflag"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,16 @@ func TestHelpSaysWhichAcceptedFlagsNothingReads(t *testing.T) {
 	}
 	if u := o.FlagSet().Lookup("cluster-name").Usage; !strings.Contains(u, "kcm does not act on it yet") {
 		t.Errorf("a flag nothing reads: usage %q", u)
+	}
+}
+
+// `kcm --help` (pflag's listing of the flag set) says on each own flag's line that it is kcm's.
+func TestHelpMarksKcmsOwnFlags(t *testing.T) {
+	usages := New().FlagSet().FlagUsages()
+	for _, name := range OwnFlagNames() {
+		line := regexp.MustCompile(`(?m)^\s+--` + regexp.QuoteMeta(name) + `\s.*$`).FindString(usages)
+		if !strings.Contains(line, "kcm's own flag, not upstream's") {
+			t.Errorf("--help does not mark --%s as kcm's own: %q", name, line)
+		}
 	}
 }
