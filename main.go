@@ -18,6 +18,7 @@ import (
 	"github.com/kcm/kcm/internal/controller"
 	"github.com/kcm/kcm/internal/debugz"
 	"github.com/kcm/kcm/internal/explain"
+	"github.com/kcm/kcm/internal/groups"
 	"github.com/kcm/kcm/internal/logging"
 	"github.com/kcm/kcm/internal/manager"
 	"github.com/kcm/kcm/internal/memlimit"
@@ -106,6 +107,13 @@ func run(args []string) error {
 	sctx, err := setup.NewContext(mgr, opts, cfg)
 	if err != nil {
 		return err
+	}
+	if opts.ControllerGroups != "" {
+		// kcm's own: the controllers shared between replicas, a Lease per group.
+		if err := groups.Install(mgr, sctx, sel, registry, cfg); err != nil {
+			return err
+		}
+		return mgr.Start(ctrl.SetupSignalHandler())
 	}
 	started, err := setup.SetupEnabled(sctx, sel)
 	if err != nil {

@@ -127,7 +127,10 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 	health := newHealth()
 	recorders := &lateRecorders{}
 	var lock resourcelock.Interface
-	if le.Enabled {
+	// With --controller-groups, each group has a Lease of its own (internal/groups) and the
+	// Manager takes none: every Runnable it starts itself runs on every replica.
+	single := le.Enabled && opts.ControllerGroups == ""
+	if single {
 		// leader_election_* from now on, as upstream's process has them once its elector is
 		// made at startup.
 		if err := procmetrics.LeaderElection(le.ResourceName); err != nil {
@@ -161,7 +164,7 @@ func New(cfg *rest.Config, opts *options.Options, restrictions map[client.Object
 		// and so the whole process, on a cluster whose first list is slower, and every
 		// restart would list again from the start.
 		Controller:                          config.Controller{CacheSyncTimeout: cacheSyncTimeout()},
-		LeaderElection:                      le.Enabled,
+		LeaderElection:                      single,
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionResourceLock:          le.ResourceLock,
 		LeaderElectionID:                    le.ResourceName,

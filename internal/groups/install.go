@@ -1,0 +1,91 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	kcmmanager "github.com/kcm/kcm/internal/manager"
+	"github.com/kcm/kcm/internal/procmetrics"
+	"github.com/kcm/kcm/internal/setup"
+)
+
+// Install runs the selected controllers in the groups --controller-groups names, each led
+// under its own Lease, instead of under the single Lease (which manager.New then does not
+// take): the startup pass sets every controller up once (SetUp), the groups are parsed from
+// the flag against the controllers that run, and the elections start with the Manager, on
+// every replica, once its cache has started. /healthz gets a leaderElection-<group> check per
+// group, then one per controller, as without groups; leader_election_master_status gets a
+// series per group Lease.
+func Install(mgr manager.Manager, sctx *setup.Context, sel setup.Selection, registry []setup.Descriptor, cfg *rest.Config) error {
+	opts := sctx.Options
+	le := opts.LeaderElection
+	if !le.Enabled {
+		return errors.New("--controller-groups needs leader election (--leader-elect=true): without it one process runs every controller")
+	}
+	terms, started, err := SetUp(mgr, sctx, sel)
+	if err != nil {
+		return err
+	}
+	groups, err := Parse(opts.ControllerGroups, setup.Canonical(registry), started)
+	if err != nil {
+		return fmt.Errorf("--controller-groups: %w", err)
+	}
+	// Leader election renews through its own connection, as the single Lease's, so that
+	// busy controllers never delay a renewal.
+	leCfg := rest.CopyConfig(cfg)
+	kcmmanager.SetRateLimit(leCfg, cfg.QPS, cfg.Burst)
+	cs, err := kubernetes.NewForConfig(leCfg)
+	if err != nil {
+		return fmt.Errorf("building the controller groups' leader-election client: %w", err)
+	}
+	// The single Lease's identity, as controller-runtime (and upstream) make it.
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("the host name for the leader-election identity: %w", err)
+	}
+	identity := host + "_" + string(uuid.NewUUID())
+	e, err := New(Config{
+		Client: cs, Namespace: le.ResourceNamespace, Name: le.ResourceName, Identity: identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Groups: groups, Run: terms.Run,
+		EventRecorder: mgr.GetEventRecorderFor(identity), //nolint:staticcheck // resourcelock records through the core/v1 API
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range e.LeaseNames() {
+		if err := procmetrics.LeaderElection(name); err != nil {
+			return err
+		}
+	}
+	for _, c := range e.HealthCheckers() {
+		if err := mgr.AddHealthzCheck(c.Name(), c.Check); err != nil {
+			return err
+		}
+	}
+	if err := kcmmanager.AddControllerChecks(mgr, started); err != nil {
+		return err
+	}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.Name + "=" + fmt.Sprint(g.Controllers)
+	}
+	log.Log.WithName("controller-groups").Info("Controller groups", "identity", identity, "leases", e.LeaseNames(), "groups", names)
+	return mgr.Add(elections{e})
+}
+
+// elections run on every replica, leader of nothing yet: the Runnable needs no leader
+// election, and starts once the cache has.
+type elections struct{ *Elections }
+
+func (elections) NeedLeaderElection() bool { return false }
+
+func (e elections) Start(ctx context.Context) error { return e.Run(ctx) }
