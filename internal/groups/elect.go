@@ -308,13 +308,12 @@ func (e *Elections) term(ctx context.Context, gr *group, stopped func()) bool {
 	case <-ctx.Done():
 		stopElector()
 		<-electorDone
-		// It may have taken the Lease as we stopped it.
-		select {
-		case <-leading:
+		// It may have taken the Lease as we stopped it (OnStartedLeading runs in a goroutine
+		// of its own, so the lock knows it first).
+		if gr.lock.mine.Load() || len(leading) > 0 {
 			stopped()
 			<-e.allEnded
 			e.release(ctx, gr)
-		default:
 		}
 		return false
 	}
