@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kcm/kcm/internal/groups"
 	"github.com/kcm/kcm/internal/testenv"
@@ -173,8 +178,14 @@ func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func startReplica(ns, id string, gs []groups.Group, t *terms, adjust ...func(*groups.Config, kubernetes.Interface)) *replica {
 	GinkgoHelper()
+	return startReplicaAs(env.Config, ns, id, gs, t, adjust...)
+}
+
+// startReplicaAs starts a replica whose requests authenticate as base does.
+func startReplicaAs(base *rest.Config, ns, id string, gs []groups.Group, t *terms, adjust ...func(*groups.Config, kubernetes.Interface)) *replica {
+	GinkgoHelper()
 	r := &replica{id: id, done: make(chan struct{}), cut: &atomic.Bool{}}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(base)
 	// Leader election's connection is not throttled by the client (kcm gives it its own).
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{next: rt, cut: r.cut} })
@@ -418,6 +429,55 @@ var _ = Describe("Elections", func() {
 			testenv.ExpectEvent(ctx, env.Client, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kcm-" + g.Name}},
 				testenv.Event{Type: corev1.EventTypeNormal, Reason: "LeaderElection", Message: "host-a_1 became leader", Source: "kube-controller-manager"})
 		}
+	})
+
+	It("needs no more than kubeadm's kube-controller-manager user and the controller-groups component's Role", func(ctx SpecContext) {
+		By("applying config/controller-groups/role.yaml as shipped")
+		root, err := testenv.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := os.ReadFile(filepath.Join(root, "config", "controller-groups", "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+			if len(u.Object) == 0 {
+				continue
+			}
+			if err := env.Client.Create(ctx, u); !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		kubeadm, err := env.KubeadmConfig()
+		Expect(err).NotTo(HaveOccurred())
+
+		// The Role covers kube-system only; a resource name of this spec's own keeps its Leases
+		// apart from anything else there.
+		const ns, name = "kube-system", "kcm-rbac"
+		By("a candidate Lease a replica gone long ago left behind")
+		old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+		gone := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groups.CandidateLeaseName(name, "gone"), Labels: map[string]string{groups.CandidateLabel: name}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gone"), LeaseDurationSeconds: ptr.To[int32](3), RenewTime: &old, AcquireTime: &old},
+		}
+		Expect(env.Client.Create(ctx, gone)).To(Succeed())
+
+		all := groupsNamed("x", "y")
+		a := startReplicaAs(kubeadm, ns, "host-a_1", all, t, func(c *groups.Config, _ kubernetes.Interface) { c.Name = name })
+		Eventually(split(t, map[*replica]int{a: 2}, all)).Should(Succeed())
+		for _, g := range all {
+			Expect(holder(lease(ctx, ns, name+"-"+g.Name)(Default))).To(Equal(a.id))
+		}
+		Eventually(func() error {
+			return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gone.Name}, &coordinationv1.Lease{})
+		}).Should(Satisfy(apierrors.IsNotFound), "the stale candidate Lease is deleted")
+
+		By("a graceful stop releases the group Leases and deletes the candidate Lease")
+		a.stop()
+		for _, g := range all {
+			Expect(holder(lease(ctx, ns, name+"-"+g.Name)(Default))).To(BeEmpty(), "Lease %s-%s after the stop", name, g.Name)
+		}
+		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: groups.CandidateLeaseName(name, a.id)}, &coordinationv1.Lease{})).
+			To(Satisfy(apierrors.IsNotFound))
 	})
 
 	It("lets a group whose term fails go, and is a candidate for it again after a retry period", func(ctx SpecContext) {
