@@ -7,22 +7,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
+	"github.com/kcm/kcm/internal/groups"
 	"github.com/kcm/kcm/internal/track"
 )
 
 // The controllers' own views, read from the kcm leader: either at an address given
 // (--kcm-url, with the kubeconfig's own credentials, as kcm's secure port authenticates by
 // delegation), or through the API server's pods/proxy to the leader's pod, found from the
-// Lease's holder.
+// Lease's holder. With controller groups, each controller's view is read from the holder of
+// its group's Lease (findLeaders, below).
 
 // leaderSource is an HTTP GET of a path of the leader's secure port.
 type leaderSource func(ctx context.Context, path string) (code int, body []byte, err error)
@@ -117,28 +120,160 @@ func decodeView(code int, body []byte, err error) (*track.View, error) {
 	return v, nil
 }
 
-// findLeader finds the leader's pod from the Lease's holder ("<hostname>_<uuid>"):
-// kubeadm's static pod kube-controller-manager-<node> in kube-system, or the pod labelled
-// component=kube-controller-manager on that node.
-func findLeader(ctx context.Context, cs kubernetes.Interface) (holder string, pod *corev1.Pod, err error) {
-	var lease *coordinationv1.Lease
-	lease, err = cs.CoordinationV1().Leases(leaderNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+// leaseHolder is the holder of the one Lease, kube-system/kube-controller-manager.
+func leaseHolder(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	lease, err := cs.CoordinationV1().Leases(leaderNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
 	if err != nil {
-		return "", nil, fmt.Errorf("reading the Lease %s/%s: %w", leaderNamespace, leaderLease, err)
+		return "", fmt.Errorf("reading the Lease %s/%s: %w", leaderNamespace, leaderLease, err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		return "", nil, errors.New("the Lease kube-system/kube-controller-manager has no holder")
+		return "", errors.New("the Lease kube-system/kube-controller-manager has no holder")
 	}
-	holder = *lease.Spec.HolderIdentity
+	return *lease.Spec.HolderIdentity, nil
+}
+
+// holderPod is the pod of a Lease holder ("<hostname>_<uuid>"): kubeadm's static pod
+// kube-controller-manager-<host> in kube-system, or the pod labelled
+// component=kube-controller-manager on that host.
+func holderPod(ctx context.Context, cs kubernetes.Interface, holder string) (*corev1.Pod, error) {
 	host, _, _ := strings.Cut(holder, "_")
 	pods, err := cs.CoreV1().Pods(leaderNamespace).List(ctx, metav1.ListOptions{LabelSelector: "component=kube-controller-manager"})
 	if err != nil {
-		return holder, nil, fmt.Errorf("listing the kube-controller-manager pods: %w", err)
+		return nil, fmt.Errorf("listing the kube-controller-manager pods: %w", err)
 	}
 	if p := leaderPod(pods.Items, host); p != nil {
-		return holder, p, nil
+		return p, nil
 	}
-	return holder, nil, fmt.Errorf("no kube-system pod labelled component=kube-controller-manager runs on %s, the Lease holder's host", host)
+	return nil, fmt.Errorf("no kube-system pod labelled component=kube-controller-manager runs on %s, the Lease holder's host", host)
+}
+
+// Controller groups (kcm's --controller-groups, internal/groups): each group is led under its
+// own Lease, labelled groups.GroupLabel=kube-controller-manager and annotated with its
+// controllers (groups.ControllersAnnotation), and each replica serves the views of the
+// controllers it runs. So a controller's view is read from the holder of the group Lease that
+// names it; a controller no held group Lease names, from the one Lease's leader, as without
+// groups. No held group Lease (groups off, or every group released): the one Lease for all.
+
+// target is one kcm the views are read from: a Lease's holder, and its pod or the address
+// given for it (--kcm-holder-url).
+type target struct {
+	// leases are the group Leases it holds that name the controllers asked (group mode).
+	leases []string
+	holder string
+	url    string      // the address given for the holder, if any
+	pod    *corev1.Pod // else its pod
+	err    error       // why it cannot be found
+	// controllers are the controllers asked whose views are read from it (group mode).
+	controllers []string
+}
+
+// lookup says where each controller's view is read from.
+type lookup struct {
+	// single is the one Lease's leader: for every controller without held group Leases, else
+	// for the controllers no held group Lease names; nil when none is read from it.
+	single *target
+	// groups are the group Leases' holders the controllers asked are read from, in the order
+	// asked; byController maps each controller a held group Lease names to its holder's.
+	groups       []*target
+	byController map[string]*target
+}
+
+// of is where controller's view is read from; nil: nowhere.
+func (l lookup) of(controller string) *target {
+	if t, ok := l.byController[controller]; ok {
+		return t
+	}
+	return l.single
+}
+
+// findLeaders finds where the controllers' views (distinct names) are read from: by the held group Leases, or
+// the one Lease. A holder with an address in urls is not looked for among the pods. A failure
+// to list the group Leases (no rights to list Leases) is the one Lease's path, its error
+// said only if that fails too.
+func findLeaders(ctx context.Context, cs kubernetes.Interface, controllers []string, urls holderURLs) lookup {
+	held, listErr := heldGroupLeases(ctx, cs)
+	find := func(holder string) *target {
+		t := &target{holder: holder}
+		if t.url = urls.of(holder); t.url == "" {
+			t.pod, t.err = holderPod(ctx, cs, holder)
+		}
+		return t
+	}
+	single := func() *target {
+		holder, err := leaseHolder(ctx, cs)
+		if err != nil {
+			if listErr != nil {
+				err = fmt.Errorf("%w (listing the controller groups' Leases: %v)", err, listErr)
+			}
+			return &target{err: err}
+		}
+		return find(holder)
+	}
+	if len(held) == 0 {
+		return lookup{single: single()}
+	}
+	l := lookup{byController: map[string]*target{}}
+	byHolder := map[string]*target{}
+	for _, c := range controllers {
+		g, ok := held[c]
+		if !ok {
+			if l.single == nil {
+				l.single = single()
+			}
+			l.single.controllers = append(l.single.controllers, c)
+			continue
+		}
+		t := byHolder[g.holder]
+		if t == nil {
+			t = find(g.holder)
+			byHolder[g.holder] = t
+			l.groups = append(l.groups, t)
+		}
+		if !slices.Contains(t.leases, g.lease) {
+			t.leases = append(t.leases, g.lease)
+		}
+		t.controllers = append(t.controllers, c)
+		l.byController[c] = t
+	}
+	return l
+}
+
+// groupLease is a held group Lease: its name and holder.
+type groupLease struct{ lease, holder string }
+
+// heldGroupLeases reads the group Leases of kube-controller-manager: by controller, the held
+// one that names it. A released Lease (no holder) names no one.
+func heldGroupLeases(ctx context.Context, cs kubernetes.Interface) (map[string]groupLease, error) {
+	list, err := cs.CoordinationV1().Leases(leaderNamespace).List(ctx, metav1.ListOptions{LabelSelector: groups.GroupLabel + "=" + leaderLease})
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]groupLease{}
+	for _, l := range list.Items {
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		if holder == "" {
+			continue
+		}
+		for _, c := range strings.Split(l.Annotations[groups.ControllersAnnotation], ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				held[c] = groupLease{lease: l.Name, holder: holder}
+			}
+		}
+	}
+	return held, nil
+}
+
+// holderURLs are the addresses given for Lease holders (--kcm-holder-url HOLDER=URL), by
+// holder identity or its host.
+type holderURLs map[string]string
+
+// of is the address given for holder: by its identity, else by its host.
+func (u holderURLs) of(holder string) string {
+	if url, ok := u[holder]; ok {
+		return url
+	}
+	host, _, _ := strings.Cut(holder, "_")
+	return u[host]
 }
 
 // leaderPod picks the leader's pod on host: kubeadm's static pod name, else the pod whose
@@ -157,28 +292,45 @@ func leaderPod(pods []corev1.Pod, host string) *corev1.Pod {
 	return nil
 }
 
-// addViews reads each link's view from the leader. A failure other than 404 stops the
-// reads (the leader stopped answering, or refuses them all) and is returned; the views read
-// stay.
-func addViews(ctx context.Context, n *observed, get leaderSource) error {
+// reader reads views from one kcm until it fails once: its failure is then said in the report.
+type reader struct {
+	get leaderSource
+	err error
+}
+
+// controllers are the distinct controllers of the tree's links, in the order walked.
+func (n *observed) controllers() []string {
+	var out []string
+	var walk func(*observed)
+	walk = func(n *observed) {
+		if n.controller != "" && !slices.Contains(out, n.controller) {
+			out = append(out, n.controller)
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// addViews reads each link's view from its controller's reader (none: no view). A failure
+// other than 404 stops the reads from that reader (its kcm stopped answering, or refuses
+// them all) and is kept in it; the views read stay.
+func addViews(ctx context.Context, n *observed, readerOf func(controller string) *reader) {
 	if n.controller != "" {
-		key := n.viewKey
-		if key == "" {
-			key = n.obj.GetName()
-			if ns := n.obj.GetNamespace(); ns != "" {
-				key = ns + "/" + key
+		if r := readerOf(n.controller); r != nil && r.get != nil && r.err == nil {
+			key := n.viewKey
+			if key == "" {
+				key = n.obj.GetName()
+				if ns := n.obj.GetNamespace(); ns != "" {
+					key = ns + "/" + key
+				}
 			}
+			n.view, r.err = r.get.view(ctx, n.controller, key)
 		}
-		v, err := get.view(ctx, n.controller, key)
-		if err != nil {
-			return err
-		}
-		n.view = v
 	}
 	for _, c := range n.children {
-		if err := addViews(ctx, c, get); err != nil {
-			return err
-		}
+		addViews(ctx, c, readerOf)
 	}
-	return nil
 }

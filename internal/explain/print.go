@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,12 +61,31 @@ func treeText(r Report, now time.Time) string {
 		causes[c.Object] = append(causes[c.Object], c)
 	}
 	writeNode(&b, r.Tree, "", "", causes, now)
-	if r.Leader != nil {
+	if r.Leader != nil && len(r.Leaders) == 0 && len(r.Leader.Controllers) == 0 {
+		// One leader for every view.
 		switch {
 		case r.Leader.Error != "":
 			fmt.Fprintf(&b, "\n(controllers' views not read: %s)\n", r.Leader.Error)
 		case r.Leader.URL != "":
 			fmt.Fprintf(&b, "\n(controllers' views from %s)\n", r.Leader.URL)
+		}
+		return b.String()
+	}
+	// Controller groups: each leader says whose views it gave.
+	leaders := r.Leaders
+	if r.Leader != nil {
+		leaders = append(slices.Clone(leaders), *r.Leader)
+	}
+	if len(leaders) > 0 {
+		fmt.Fprintln(&b)
+	}
+	for _, l := range leaders {
+		names := strings.Join(l.Controllers, ", ")
+		switch {
+		case l.Error != "":
+			fmt.Fprintf(&b, "(views of %s not read: %s)\n", names, l.Error)
+		case l.URL != "":
+			fmt.Fprintf(&b, "(views of %s from %s, holder %s)\n", names, l.URL, l.Holder)
 		}
 	}
 	return b.String()

@@ -41,8 +41,15 @@ type Report struct {
 	Causes []Cause `json:"causes,omitempty"`
 	// Tree is the chain of controllers responsible, rooted at the object.
 	Tree Node `json:"tree"`
-	// Leader says whether the controllers' own views could be read, and from where.
+	// Leader says whether the controllers' own views could be read, and from where: --kcm-url,
+	// or the leader of the one Lease kube-system/kube-controller-manager. With controller
+	// groups (kcm's --controller-groups) it is there only for the controllers no held group
+	// Lease names, and lists them in Controllers.
 	Leader *Leader `json:"leader,omitempty"`
+	// Leaders are, with controller groups, the holders of the group Leases naming the tree's
+	// controllers, one per holder: each says its Leases, the controllers whose views were read
+	// from it, from where, or why not. Empty without groups.
+	Leaders []Leader `json:"leaders,omitempty"`
 }
 
 // Ref names an object.
@@ -106,4 +113,10 @@ type Leader struct {
 	URL string `json:"url,omitempty"`
 	// Error says why the views could not be read (the tree is still the API's view).
 	Error string `json:"error,omitempty"`
+	// Leases are the group Leases it holds that name the tree's controllers (controller groups
+	// only).
+	Leases []string `json:"leases,omitempty"`
+	// Controllers are the tree's controllers whose views were asked of it (controller groups
+	// only: without them every view is the one leader's).
+	Controllers []string `json:"controllers,omitempty"`
 }

@@ -57,6 +57,7 @@ type options struct {
 	output                      string
 	kcmURL, kcmCAFile           string
 	kcmInsecureSkipTLSVerify    bool
+	holderURLs                  holderURLs
 	timeout                     time.Duration
 	namespaceGiven, outputGiven bool
 }
@@ -79,8 +80,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.context, "context", "", "The kubeconfig context to use.")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "The object's namespace (default: the context's namespace, else \"default\").")
 	fs.StringVarP(&o.output, "output", "o", OutputTree, "Output format: tree, json or yaml.")
-	fs.StringVar(&o.kcmURL, "kcm-url", "", "The kcm leader's secure port (https://host:port); by default found from the Lease kube-system/kube-controller-manager and read through the API server's pod proxy.")
+	fs.StringVar(&o.kcmURL, "kcm-url", "", "The kcm leader's secure port (https://host:port), read for every view; by default found from the Lease kube-system/kube-controller-manager (with --controller-groups, per controller from its group's Lease) and read through the API server's pod proxy.")
 	fs.StringVar(&o.kcmCAFile, "kcm-ca-file", "", "CA bundle that signed kcm's serving certificate, for --kcm-url.")
+	holderURL := fs.StringArray("kcm-holder-url", nil, "HOLDER=URL: the secure port of the kcm whose Lease holder identity (hostname_uuid), or its host, is HOLDER, instead of its pod; repeatable, for kcm replicas that run outside pods (with --kcm-ca-file or --kcm-insecure-skip-tls-verify as for --kcm-url).")
 	fs.BoolVar(&o.kcmInsecureSkipTLSVerify, "kcm-insecure-skip-tls-verify", false, "Do not verify kcm's serving certificate (usually self-signed), for --kcm-url.")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long the whole command may take.")
 	help := fs.BoolP("help", "h", false, "Show this help.")
@@ -102,6 +104,19 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	}
 	if o.kcmURL != "" && !strings.HasPrefix(o.kcmURL, "https://") && !strings.HasPrefix(o.kcmURL, "http://") {
 		return nil, fmt.Errorf("--kcm-url %q: want https://host:port", o.kcmURL)
+	}
+	for _, h := range *holderURL {
+		holder, url, ok := strings.Cut(h, "=")
+		if !ok || holder == "" || (!strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://")) {
+			return nil, fmt.Errorf("--kcm-holder-url %q: want HOLDER=https://host:port", h)
+		}
+		if o.holderURLs == nil {
+			o.holderURLs = holderURLs{}
+		}
+		o.holderURLs[holder] = url
+	}
+	if o.kcmURL != "" && len(o.holderURLs) > 0 {
+		return nil, errors.New("--kcm-url (one kcm for every view) and --kcm-holder-url exclude each other")
 	}
 	rest := fs.Args()
 	switch {
@@ -163,11 +178,10 @@ func explain(ctx context.Context, o *options) (Report, error) {
 	ob := newObserver(dyn, dc)
 	root := ob.walk(ctx, obj)
 
-	leader := &Leader{}
 	if o.kcmURL != "" {
 		// Asked for: a leader that does not answer is the command's error; one that answers
 		// but refuses the views (no rights on /debug/controllers) is said in the report.
-		leader.URL = o.kcmURL
+		leader := &Leader{URL: o.kcmURL}
 		get, err := direct(cfg, o.kcmURL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
 		if err == nil {
 			err = get.probe(ctx)
@@ -175,38 +189,74 @@ func explain(ctx context.Context, o *options) (Report, error) {
 		if err != nil {
 			return Report{}, fmt.Errorf("kcm at %s cannot be reached: %w", o.kcmURL, err)
 		}
-		if err := addViews(ctx, root, get); err != nil {
-			leader.Error = oneLine("reading the controllers' views: " + err.Error())
+		one := &reader{get: get}
+		addViews(ctx, root, func(string) *reader { return one })
+		if one.err != nil {
+			leader.Error = oneLine("reading the controllers' views: " + one.err.Error())
 		}
-	} else {
-		// Found from the Lease: without it the tree is the API's view, and says why.
-		holder, pod, err := findLeader(ctx, cs)
-		leader.Holder = holder
+		r := buildReport(root)
+		r.Leader = leader
+		return r, nil
+	}
+	// Found from the Leases: the one Lease's leader, or per controller the leader of its
+	// group. One that cannot be reached leaves its links the API's view, and says why.
+	l := findLeaders(ctx, cs, root.controllers(), o.holderURLs)
+	readers := map[*target]*reader{}
+	leaders := map[*target]*Leader{}
+	for _, t := range append([]*target{l.single}, l.groups...) {
+		if t == nil {
+			continue
+		}
+		leader := &Leader{Holder: t.holder, Leases: t.leases, Controllers: t.controllers}
+		var src leaderSource
+		err := t.err
 		if err == nil {
-			var get leaderSource
-			if (o.kcmCAFile != "" || o.kcmInsecureSkipTLSVerify) && pod.Status.PodIP != "" {
-				// Trust in kcm's certificate given: its secure port itself (kubeadm's static
-				// pod is on the host network), with the user's credentials, which the API
-				// server's proxy would not pass on.
-				leader.URL = "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(securePort))
-				get, err = direct(cfg, leader.URL, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
-			} else {
-				leader.URL = fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy", strings.TrimSuffix(cfg.Host, "/"), leaderNamespace, pod.Name, securePort)
-				get = proxied(cs, pod.Name)
-			}
-			if err == nil {
-				if err = get.probe(ctx); err == nil {
-					err = addViews(ctx, root, get)
-				}
-			}
+			leader.URL, src, err = reach(ctx, cfg, cs, o, t)
 		}
 		if err != nil {
 			leader.Error = oneLine(err.Error())
 		}
+		readers[t], leaders[t] = &reader{get: src}, leader
 	}
+	addViews(ctx, root, func(c string) *reader { return readers[l.of(c)] })
 	r := buildReport(root)
-	r.Leader = leader
+	for t, rd := range readers {
+		if rd.err != nil {
+			leaders[t].Error = oneLine(rd.err.Error())
+		}
+	}
+	if l.single != nil {
+		r.Leader = leaders[l.single]
+	}
+	for _, t := range l.groups {
+		r.Leaders = append(r.Leaders, *leaders[t])
+	}
 	return r, nil
+}
+
+// reach is the address of a target's kcm and a source of its views, once it answers.
+func reach(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, o *options, t *target) (url string, get leaderSource, err error) {
+	switch {
+	case t.url != "":
+		url = t.url
+		get, err = direct(cfg, url, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
+	case (o.kcmCAFile != "" || o.kcmInsecureSkipTLSVerify) && t.pod.Status.PodIP != "":
+		// Trust in kcm's certificate given: its secure port itself (kubeadm's static pod is
+		// on the host network), with the user's credentials, which the API server's proxy
+		// would not pass on.
+		url = "https://" + net.JoinHostPort(t.pod.Status.PodIP, strconv.Itoa(securePort))
+		get, err = direct(cfg, url, o.kcmCAFile, o.kcmInsecureSkipTLSVerify)
+	default:
+		url = fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy", strings.TrimSuffix(cfg.Host, "/"), leaderNamespace, t.pod.Name, securePort)
+		get = proxied(cs, t.pod.Name)
+	}
+	if err == nil {
+		err = get.probe(ctx)
+	}
+	if err != nil {
+		return url, nil, err
+	}
+	return url, get, nil
 }
 
 // resolveType resolves TYPE through discovery as kubectl does: plural, singular, short name,
