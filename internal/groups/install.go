@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -21,7 +23,7 @@ import (
 // under its own Lease, instead of under the single Lease (which manager.New then does not
 // take): the startup pass sets every controller up once (SetUp), the groups are parsed from
 // the flag against the controllers that run, and the elections start with the Manager, on
-// every replica, once its cache has started. /healthz gets a leaderElection-<group> check per
+// every replica, once its cache has started, with a guard on the single Lease. /healthz gets a leaderElection-<group> check per
 // group, then one per controller, as without groups; leader_election_master_status gets a
 // series per group Lease.
 func Install(mgr manager.Manager, sctx *setup.Context, sel setup.Selection, registry []setup.Descriptor, cfg *rest.Config) error {
@@ -74,6 +76,23 @@ func Install(mgr manager.Manager, sctx *setup.Context, sel setup.Selection, regi
 	if err := kcmmanager.AddControllerChecks(mgr, started); err != nil {
 		return err
 	}
+	// Upstream's one Lease too, running nothing under it (guard).
+	if err := procmetrics.LeaderElection(le.ResourceName); err != nil {
+		return err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName, nil, cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: mgr.GetEventRecorderFor(identity)}) //nolint:staticcheck // as above
+	if err != nil {
+		return err
+	}
+	g := guard{leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: le.ResourceName, ReleaseOnCancel: true,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+	}}
+	if err := mgr.Add(g); err != nil {
+		return err
+	}
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = g.Name + "=" + fmt.Sprint(g.Controllers)
@@ -89,3 +108,25 @@ type elections struct{ *Elections }
 func (elections) NeedLeaderElection() bool { return false }
 
 func (e elections) Start(ctx context.Context) error { return e.Run(ctx) }
+
+// guard holds upstream's one Lease, kube-system/kube-controller-manager, while the groups run,
+// and runs nothing under it: an upstream kube-controller-manager (or a kcm without groups)
+// started beside the replicas then stands by on it instead of running every controller a
+// second time, and the hand-over in either direction stays "start the new, stop the old".
+// Any replica may hold it; one that loses it stays a candidate and keeps its groups.
+type guard struct {
+	cfg leaderelection.LeaderElectionConfig
+}
+
+func (guard) NeedLeaderElection() bool { return false }
+
+func (g guard) Start(ctx context.Context) error {
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(g.cfg)
+		if err != nil {
+			return err
+		}
+		le.Run(ctx)
+	}
+	return nil
+}

@@ -101,6 +101,10 @@ var _ = Describe("Controller groups over three replicas", Serial, Ordered, func(
 					"leader_election_master_status{name=%q} is 1 on its holder only", l.Name)
 			}
 		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+		// Upstream's one Lease is held too, by a replica, with nothing run under it: an upstream
+		// kube-controller-manager started beside them would stand by.
+		Eventually(ctx, func() string { return leaseHolder(ctx, leaseName) }).WithTimeout(leaseDuration+2*maxRetryGap).
+			Should(BeElementOf(ids), "the single Lease's holder")
 		for _, p := range replicas {
 			Expect(forbiddenLines(p.LogPath)).To(BeEmpty(), "%s's log", p.Name)
 		}
