@@ -20,6 +20,8 @@ import (
 var managerColors = map[string]color.Color{
 	"upstream": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
 	"kcm":      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+	// Its replicas' CPU together and its largest replica's RSS (procs.Usage).
+	groupsManager: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
 }
 
 // cpuWindow is the span over which the chart reads the manager's CPU use: /proc counts CPU

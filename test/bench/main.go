@@ -12,7 +12,9 @@
 // create phase at several sizes for the memory per pod; -profile saves CPU and heap profiles
 // per phase. It prints a table with kcm/upstream and issue 39's goals, writes JSON for
 // tracking over time and, beside it, an SVG chart of each phase's progress, CPU and RSS. `make bench` runs it at the default size, `make bench-scale` at the
-// large preset (-scale); `make e2e` runs a small size so it cannot rot.
+// large preset (-scale); `make e2e` runs a small size so it cannot rot. The manager kcm-groups
+// is kcm as three replicas with --controller-groups=auto, held to issue 40's goals against the
+// single kcm leader, each replica measured apart (groups.go).
 package main
 
 import (
@@ -70,6 +72,7 @@ var scalePreset = map[string]string{
 	"nodes":          "200",
 	"kube-api-qps":   "400",
 	"kube-api-burst": "800",
+	"managers":       "upstream,kcm," + groupsManager,
 }
 
 // Result is the JSON written to -out.
@@ -80,7 +83,9 @@ type Result struct {
 	Managers []*ManagerResult   `json:"managers"`
 	Ratio    map[string]float64 `json:"ratioKCMToUpstream,omitempty"`
 	// Goals are issue 39's goals for kcm/upstream at the run's size, each met or not.
-	Goals          []Goal    `json:"goals,omitempty"`
+	Goals []Goal `json:"goals,omitempty"`
+	// GroupsGoals are issue 40's goals for kcm-groups over kcm (groupsGoals), each met or not.
+	GroupsGoals    []Goal    `json:"groupsGoals,omitempty"`
 	APIServerLimit *Baseline `json:"apiserverLimit,omitempty"`
 	// MemorySlope is -memory-slope's runs, nil without it.
 	MemorySlope *MemorySlope `json:"memorySlope,omitempty"`
@@ -105,6 +110,7 @@ func main() {
 		baseline  bool
 		ctrlFlags string
 		slope     string
+		rbac      string
 	)
 	flag.IntVar(&cfg.Deployments, "deployments", 500, "Deployments created at once")
 	flag.IntVar(&cfg.Replicas, "replicas", 4, "replicas of each Deployment")
@@ -115,7 +121,8 @@ func main() {
 	flag.BoolVar(&cfg.ByClient, "by-controller", false, "count each manager's requests by client (controller) from an API server audit log; costs the API server some CPU")
 	flag.DurationVar(&cfg.PhaseTimeout, "phase-timeout", 30*time.Minute, "longest a phase may take")
 	flag.StringVar(&ctrlFlags, "controllers", "", "--controllers for both managers (default: every controller kcm has built)")
-	flag.StringVar(&managers, "managers", "upstream,kcm", "managers to measure, in order")
+	flag.StringVar(&managers, "managers", "upstream,kcm", "managers to measure, in order: upstream, kcm, and "+groupsManager+" (kcm's binary as three replicas with --controller-groups=auto, issue 40; -scale's default adds it)")
+	flag.StringVar(&rbac, "groups-rbac", "config/controller-groups/role.yaml", "the Role and RoleBinding "+groupsManager+"'s Leases need, created before its replicas start")
 	flag.StringVar(&kcmBin, "kcm", "bin/kcm", "kcm binary")
 	flag.StringVar(&upBin, "upstream", "bin/k8s/1.37.1/kube-controller-manager", "upstream kube-controller-manager binary")
 	flag.StringVar(&assets, "assets", "bin/k8s/1.37.1", "directory with kube-apiserver, etcd and kube-scheduler")
@@ -123,7 +130,7 @@ func main() {
 	flag.StringVar(&out, "out", "bin/bench/result.json", "JSON result file")
 	flag.StringVar(&logRoot, "logs", "bin/bench/logs", "component logs go under <logs>/<timestamp>/<manager>/")
 	flag.BoolVar(&baseline, "apiserver-baseline", true, "also measure a plain client creating the same number of pods")
-	flag.BoolVar(&cfg.Scale, "scale", false, "the large preset: 2,000 Deployments × 10 replicas on 200 nodes, --kube-api-qps=400 --kube-api-burst=800 (flags given explicitly override it)")
+	flag.BoolVar(&cfg.Scale, "scale", false, "the large preset: 2,000 Deployments × 10 replicas on 200 nodes, --kube-api-qps=400 --kube-api-burst=800, managers upstream,kcm,"+groupsManager+" (flags given explicitly override it)")
 	flag.DurationVar(&cfg.Quiet, "quiet", time.Minute, "measure the manager's CPU on the idle cluster for this long after the create phase (0: not)")
 	flag.DurationVar(&cfg.Settle, "settle", 5*time.Second, "after a phase converged, wait until the manager has used under 0.05 cores for this long (at most 2 minutes) before reading its settled RSS and starting the next phase")
 	flag.StringVar(&slope, "memory-slope", "", "pod counts, e.g. 2000,10000,20000: for each, both managers on fresh clusters run the create phase and the quiet cluster only, for peak and settled RSS per pod (-replicas per Deployment; at least -nodes nodes, one per 100 pods)")
@@ -143,10 +150,16 @@ func main() {
 
 	binaries := map[string]string{"kcm": kcmBin, "upstream": upBin}
 	names := strings.Split(managers, ",")
+	var ms []Manager
 	for _, name := range names {
-		if _, ok := binaries[name]; !ok {
-			fail(fmt.Errorf("unknown manager %q: kcm or upstream", name))
+		m, err := newManager(name, binaries)
+		if err != nil {
+			fail(err)
 		}
+		if m.Replicas > 1 {
+			m.RBAC = rbac
+		}
+		ms = append(ms, m)
 	}
 	if ctrlFlags == "" {
 		var known map[string]bool
@@ -190,9 +203,9 @@ func main() {
 	runDir := filepath.Join(logRoot, res.Time.Format("20060102-150405"))
 	fmt.Printf("bench: %d Deployments × %d replicas on %d KWOK nodes, --kube-api-qps=%g --kube-api-burst=%d; logs in %s\n",
 		cfg.Deployments, cfg.Replicas, cfg.Nodes, cfg.QPS, cfg.Burst, runDir)
-	for _, name := range names {
-		abs, _ := filepath.Abs(binaries[name])
-		m := Manager{Name: name, Binary: abs}
+	for _, m := range ms {
+		name := m.Name
+		m.Binary, _ = filepath.Abs(m.Binary)
 		fmt.Printf("bench: %s\n", name)
 		dir := filepath.Join(runDir, name)
 		opts := runOptions{}
@@ -214,7 +227,7 @@ func main() {
 		res.APIServerLimit = b
 	}
 	if len(slopePods) > 0 {
-		ms, err := measureMemorySlope(ctx, cfg, slopePods, names, binaries, runDir, assets, kwok)
+		ms, err := measureMemorySlope(ctx, cfg, slopePods, ms, runDir, assets, kwok)
 		if err != nil {
 			fail(fmt.Errorf("memory slope: %w", err))
 		}
@@ -222,8 +235,10 @@ func main() {
 	}
 	res.Ratio = ratios(res.Managers)
 	res.Goals = goals(res)
+	res.GroupsGoals = groupsGoals(res)
 	printTable(os.Stdout, res)
 	printGoals(os.Stdout, res)
+	printGroups(os.Stdout, res)
 	printClients(os.Stdout, res)
 	printRequests(os.Stdout, res)
 	printMemorySlope(os.Stdout, res.MemorySlope)

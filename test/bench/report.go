@@ -82,6 +82,9 @@ type managerMetrics struct {
 	// views and viewsBytes are kcm's per-object views (kcm_object_views and
 	// kcm_object_views_bytes summed over controllers); 0 for upstream, which has none.
 	views, viewsBytes float64
+	// informers are the kinds with a named informer (informerKinds), nil before any; groups
+	// the controller groups kcm leads (groupsLed), nil without --controller-groups.
+	informers, groups []string
 }
 
 // scrapeManager reads the manager's /metrics.
@@ -111,7 +114,15 @@ func scrapeManager(ctx context.Context, url string) (managerMetrics, error) {
 	// kcm's own, absent from upstream's /metrics (and from kcm's until a controller's queue
 	// starts): 0 then.
 	views, _ := sumMetrics(bytes.NewReader(body), "kcm_object_views", "kcm_object_views_bytes")
+	// None before the first informer starts.
+	informers, _ := informerKinds(bytes.NewReader(body))
+	groups, err := groupsLed(bytes.NewReader(body))
+	if err != nil {
+		return managerMetrics{}, err
+	}
 	return managerMetrics{
+		informers:  informers,
+		groups:     groups,
 		views:      views["kcm_object_views"],
 		viewsBytes: views["kcm_object_views_bytes"],
 		requests:   v["rest_client_requests_total"],
@@ -413,8 +424,13 @@ func printGoals(w io.Writer, res *Result) {
 		size = "at -scale"
 	}
 	fmt.Fprintf(w, "\nissue 39's goals %s, kcm/upstream:\n", size)
+	printGoalLines(w, res.Goals)
+}
+
+// printGoalLines writes a line per goal: what, the ratio, the most it may be, met or not.
+func printGoalLines(w io.Writer, goals []Goal) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, g := range res.Goals {
+	for _, g := range goals {
 		target := fmt.Sprintf("≤ %.2f", g.Max)
 		met := "met"
 		if !g.Met {

@@ -29,10 +29,15 @@ const (
 	newImage  = "registry.k8s.io/pause:3.9"
 )
 
-// Manager is a controller manager binary under test.
+// Manager is a controller manager binary under test, run as Replicas processes with the
+// same flags plus Args (newManager).
 type Manager struct {
-	Name   string
-	Binary string
+	Name     string
+	Binary   string
+	Replicas int
+	Args     []string
+	// RBAC is a file of objects created before the processes start, if any.
+	RBAC string
 }
 
 // ManagerResult is one manager's measurements.
@@ -51,6 +56,9 @@ type ManagerResult struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// PeakRSSBytes is the manager's VmHWM at the end.
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	// Replicas are each replica's totals from start to stop, for a manager of several
+	// processes (whose CPUSeconds is their sum and PeakRSSBytes the largest).
+	Replicas []ReplicaPhase `json:"replicas,omitempty"`
 }
 
 // PhaseResult is one phase of the scenario. A phase runs from its first request to the
@@ -107,6 +115,12 @@ type PhaseResult struct {
 	// draws them.
 	Progress string  `json:"progress,omitempty"`
 	Series   []Point `json:"series,omitempty"`
+	// Informers are the kinds the manager has a named informer for at the phase's end
+	// (informerKinds; every replica's, for a manager of several).
+	Informers []string `json:"informers,omitempty"`
+	// Replicas are each replica's numbers, for a manager of several processes: the phase's
+	// CPUSeconds and Requests are their sums, its RSS and heap the largest replica's.
+	Replicas []ReplicaPhase `json:"replicas,omitempty"`
 }
 
 // Point is one instant of a phase, from the phase's start: its progress, the manager's CPU
@@ -128,9 +142,18 @@ type sample struct {
 	// events is the API server's count of core/v1 Event writes (eventWrites).
 	events float64
 	usage  cluster.Usage
+	// replicas are each process's metrics and usage, of which metrics and usage are the sums
+	// (sumMetricsOf, sumUsage).
+	replicas []replicaSample
 	// controlPlane is the cluster's control plane's CPU time (Cluster.ControlPlaneCPU),
 	// machine the machine's busy CPU time (cluster.MachineCPU).
 	controlPlane, machine time.Duration
+}
+
+// replicaSample is one process's metrics and usage at an instant.
+type replicaSample struct {
+	metrics managerMetrics
+	usage   cluster.Usage
 }
 
 // runOptions select what run measures beyond the phases' convergence.
@@ -157,13 +180,28 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		return nil, err
 	}
 
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	if m.RBAC != "" {
+		if err := applyGroupsRBAC(ctx, c.Client, m.RBAC); err != nil {
+			return nil, err
+		}
 	}
-	proc, err := c.StartProcess(m.Name, m.Binary, managerArgs(cfg, c, port)...)
-	if err != nil {
-		return nil, err
+	var proc procs
+	var bases []string
+	for i := range max(m.Replicas, 1) {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		name := m.Name
+		if m.Replicas > 1 {
+			name = fmt.Sprintf("%s-%d", m.Name, i)
+		}
+		p, err := c.StartProcess(name, m.Binary, managerArgs(cfg, c, port, m.Args...)...)
+		if err != nil {
+			return nil, err
+		}
+		proc = append(proc, p)
+		bases = append(bases, fmt.Sprintf("https://127.0.0.1:%d", port))
 	}
 	// A manager that exits (refusing a flag, say) ends the run at once, not at a timeout.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -178,23 +216,38 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		}
 		cancel(fmt.Errorf("%s", proc.State()))
 	}()
-	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	metricsURL := base + "/metrics"
+	// -profile takes the first replica's profiles.
+	base := bases[0]
+	scrape := func(ctx context.Context) ([]managerMetrics, error) {
+		var out []managerMetrics
+		for _, b := range bases {
+			mm, err := scrapeManager(ctx, b+"/metrics")
+			if err != nil {
+				return nil, fmt.Errorf("scraping %s/metrics: %w", b, err)
+			}
+			out = append(out, mm)
+		}
+		return out, nil
+	}
 	take := func() (sample, error) {
 		if proc.Exited() {
 			return sample{}, fmt.Errorf("%s", proc.State())
 		}
-		mm, err := scrapeManager(ctx, metricsURL)
+		each, err := scrape(ctx)
 		if err != nil {
-			return sample{}, fmt.Errorf("scraping %s: %w (%s)", metricsURL, err, proc.State())
+			return sample{}, fmt.Errorf("%w (%s)", err, proc.State())
 		}
 		events, err := apiserver.eventWrites(ctx)
 		if err != nil {
 			return sample{}, fmt.Errorf("scraping the API server's metrics: %w", err)
 		}
-		u, err := proc.Usage()
+		u, eachUsage, err := proc.Usage()
 		if err != nil {
 			return sample{}, err
+		}
+		replicas := make([]replicaSample, len(each))
+		for i := range each {
+			replicas[i] = replicaSample{metrics: each[i], usage: eachUsage[i]}
 		}
 		controlPlane, err := c.ControlPlaneCPU()
 		if err != nil {
@@ -204,7 +257,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		if err != nil {
 			return sample{}, fmt.Errorf("the machine's CPU time: %w", err)
 		}
-		return sample{at: time.Now(), metrics: mm, events: events, usage: u, controlPlane: controlPlane, machine: machine}, nil
+		return sample{at: time.Now(), metrics: sumMetricsOf(each), events: events, usage: u, replicas: replicas, controlPlane: controlPlane, machine: machine}, nil
 	}
 
 	if err := c.WaitNodesSchedulable(ctx, 3*time.Minute); err != nil {
@@ -220,10 +273,18 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 	// The phase's pods: Deployments' pods of the phase's template. A slow start of the
 	// metrics endpoint would otherwise count against the first phase.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := scrapeManager(ctx, metricsURL)
+		_, err := scrape(ctx)
 		return err == nil, nil
 	}); err != nil {
 		return nil, fmt.Errorf("metrics of %s never answered: %w", proc.State(), err)
+	}
+	// Several replicas split the controller groups: the phases start once every group is
+	// led and each replica leads its share.
+	if len(proc) > 1 {
+		if err := waitGroupsSplit(ctx, c.Client, proc, 2*time.Minute); err != nil {
+			return nil, err
+		}
+		fmt.Printf("bench: %s: the group Leases split evenly over its %d replicas\n", m.Name, len(proc))
 	}
 	start, err := take()
 	if err != nil {
@@ -269,7 +330,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			if err != nil {
 				return false, err
 			}
-			u, err := proc.Usage()
+			u, _, err := proc.Usage()
 			if err != nil {
 				return false, err
 			}
@@ -297,6 +358,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 		pr.PodsCreated = ph.pods
 		pr.Progress = ph.progress
 		pr.Series = points(prev, append(series, settling...), end)
+		pr.Informers = end.metrics.informers
+		pr.Replicas = replicaPhases(proc, prev, end)
 		if ph.pods > 0 {
 			pr.PodsPerSecond = float64(ph.pods) / pr.WallSeconds
 		}
@@ -330,6 +393,8 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 			q.Settled = true
 			q.Progress = readyPods
 			q.Series = points(prev, quiet, end)
+			q.Informers = end.metrics.informers
+			q.Replicas = replicaPhases(proc, prev, end)
 			res.Quiet = q
 			windows = append(windows, window{name: quietPhase, start: prev.at, end: end.at})
 			fmt.Printf("bench: %s: quiet cluster: %.3f cores, %.0f API requests (%.0f Event writes), RSS %.0f MiB (Go heap live %.0f, GC goal %.0f, held %.0f MiB); control plane %.3f cores, machine %.3f cores\n",
@@ -372,6 +437,7 @@ func run(ctx context.Context, cfg Config, m Manager, paths clusterPaths, opts ru
 	}
 	res.CPUSeconds = prev.usage.CPU.Seconds()
 	res.PeakRSSBytes = prev.usage.PeakRSS
+	res.Replicas = replicaPhases(proc, sample{replicas: make([]replicaSample, len(proc))}, prev)
 	return res, nil
 }
 
@@ -400,7 +466,7 @@ func points(from sample, samples []cpuSample, to sample) []Point {
 
 // sampleFor samples the manager's CPU time and RSS every second for d, with an unchanging
 // progress: the quiet cluster. Only /proc is read, as in waitIdle.
-func sampleFor(ctx context.Context, proc *cluster.Process, d time.Duration, progress int) ([]cpuSample, error) {
+func sampleFor(ctx context.Context, proc procs, d time.Duration, progress int) ([]cpuSample, error) {
 	var out []cpuSample
 	deadline := time.Now().Add(d)
 	for {
@@ -413,7 +479,7 @@ func sampleFor(ctx context.Context, proc *cluster.Process, d time.Duration, prog
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		u, err := proc.Usage()
+		u, _, err := proc.Usage()
 		if err != nil {
 			return nil, err
 		}
@@ -448,7 +514,7 @@ func phaseResult(name string, from, to sample) *PhaseResult {
 // the freed heap by then, but no GC is forced, as none is in production. It reports whether
 // the manager became idle, and returns its samples (with the phase's progress, for the
 // phase's series). Only /proc is read meanwhile: scraping the manager would be work of its own.
-func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration, progress int) ([]cpuSample, bool, error) {
+func waitIdle(ctx context.Context, proc procs, window time.Duration, progress int) ([]cpuSample, bool, error) {
 	if window <= 0 {
 		return nil, true, nil
 	}
@@ -460,7 +526,7 @@ func waitIdle(ctx context.Context, proc *cluster.Process, window time.Duration, 
 		if proc.Exited() {
 			return nil, false, fmt.Errorf("%s", proc.State())
 		}
-		u, err := proc.Usage()
+		u, _, err := proc.Usage()
 		if err != nil {
 			return nil, false, err
 		}
@@ -511,14 +577,14 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // and /metrics and /debug/pprof (both serve it with upstream's default --profiling) on
 // loopback without authorization, so the driver can read rest_client_requests_total and,
 // with -profile, take profiles.
-func managerArgs(cfg Config, c *cluster.Cluster, port int) []string {
-	return c.KubeadmArgs(
-		"--controllers="+strings.Join(cfg.Controllers, ","),
-		"--kube-api-qps="+strconv.FormatFloat(cfg.QPS, 'f', -1, 64),
-		"--kube-api-burst="+strconv.Itoa(cfg.Burst),
-		"--secure-port="+strconv.Itoa(port),
+func managerArgs(cfg Config, c *cluster.Cluster, port int, extra ...string) []string {
+	return c.KubeadmArgs(append([]string{
+		"--controllers=" + strings.Join(cfg.Controllers, ","),
+		"--kube-api-qps=" + strconv.FormatFloat(cfg.QPS, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(cfg.Burst),
+		"--secure-port=" + strconv.Itoa(port),
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
-	)
+	}, extra...)...)
 }
 
 func freePort() (int, error) {

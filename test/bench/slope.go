@@ -78,18 +78,23 @@ func slopeConfig(cfg Config, pods int) Config {
 	return c
 }
 
-func measureMemorySlope(ctx context.Context, cfg Config, sizes []int, names []string, binaries map[string]string,
+func measureMemorySlope(ctx context.Context, cfg Config, sizes []int, managers []Manager,
 	runDir, assets, kwok string) (*MemorySlope, error) {
+	var names []string
+	for _, m := range managers {
+		names = append(names, m.Name)
+	}
 	ms := &MemorySlope{}
 	for _, pods := range sizes {
 		c := slopeConfig(cfg, pods)
 		p := &SlopePoint{Pods: c.Deployments * c.Replicas, Deployments: c.Deployments, Replicas: c.Replicas, Nodes: c.Nodes,
 			Managers: map[string]*SlopeValue{}}
-		for _, name := range names {
+		for _, m := range managers {
+			name := m.Name
 			fmt.Printf("bench: memory slope: %s with %d pods (%d Deployments × %d on %d nodes)\n", name, p.Pods, c.Deployments, c.Replicas, c.Nodes)
-			abs, _ := filepath.Abs(binaries[name])
+			m.Binary, _ = filepath.Abs(m.Binary)
 			dir := filepath.Join(runDir, fmt.Sprintf("slope-%d", p.Pods), name)
-			r, err := run(ctx, c, Manager{Name: name, Binary: abs}, clusterPaths{dir: dir, assets: assets, kwok: kwok}, runOptions{createOnly: true})
+			r, err := run(ctx, c, m, clusterPaths{dir: dir, assets: assets, kwok: kwok}, runOptions{createOnly: true})
 			if err != nil {
 				return nil, fmt.Errorf("%s with %d pods: %w", name, p.Pods, err)
 			}
