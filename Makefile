@@ -71,7 +71,7 @@ bench: k8s-bins kwok build $(UPSTREAM_KCM) ## kcm side by side with upstream kub
 	go run ./test/bench -kcm $(LOCALBIN)/kcm -upstream $(UPSTREAM_KCM) -assets $(K8S_BIN) -kwok $(KWOK) -out $(LOCALBIN)/bench/result.json -logs $(LOCALBIN)/bench/logs $(BENCH_ARGS)
 
 .PHONY: bench-scale
-bench-scale: ## `make bench` at the large preset: -scale, 2,000 Deployments x 10 on 200 KWOK nodes at --kube-api-qps=400 --kube-api-burst=800 (BENCH_ARGS add to it or override it).
+bench-scale: ## `make bench` at the large preset: -scale, 2,000 Deployments x 10 on 200 KWOK nodes at --kube-api-qps=400 --kube-api-burst=800, managers upstream, kcm and kcm-groups (three kcm replicas with --controller-groups=auto, against issue 40's goals) (BENCH_ARGS add to it or override it).
 	$(MAKE) bench BENCH_ARGS="-scale $(BENCH_ARGS)"
 
 .PHONY: bench-svm
