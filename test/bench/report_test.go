@@ -27,9 +27,14 @@ func TestIdle(t *testing.T) {
 		{"busy before the window only", []cpuSample{at(0, 0), at(1, 900), at(6, 950)}, true},
 		{"busy at the end", []cpuSample{at(0, 0), at(1, 0), at(6, 400)}, false},
 	} {
-		if got := idle(tc.history, 5*time.Second); got != tc.want {
+		if got := idle(tc.history, 5*time.Second, idleCores); got != tc.want {
 			t.Errorf("%s: idle = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// Three processes may use idleCores each: 0.1 cores together is idle for them.
+	busy := []cpuSample{at(0, 0), at(5, 500)}
+	if !idle(busy, 5*time.Second, 3*idleCores) || idle(busy, 5*time.Second, idleCores) {
+		t.Error("0.1 cores over the window: idle for three processes, busy for one")
 	}
 }
 

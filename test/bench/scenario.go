@@ -165,7 +165,9 @@ type runOptions struct {
 }
 
 // idleCores is the CPU use below which a manager counts as idle: both managers use about
-// 0.02 cores on a quiet cluster of 20,000 pods (issue 24), the driver's polling included.
+// 0.02 cores on a quiet cluster of 20,000 pods (issue 24), the driver's polling included. A
+// manager of several processes counts as idle below idleCores for each (each renews its Leases
+// and holds its informers).
 const idleCores = 0.05
 
 // run measures one manager on a fresh cluster.
@@ -508,7 +510,7 @@ func phaseResult(name string, from, to sample) *PhaseResult {
 	}
 }
 
-// waitIdle waits, after a phase converged, until the manager has used less than idleCores
+// waitIdle waits, after a phase converged, until the manager has used less than idleCores (each process)
 // over the last window (at most settleLimit), so that the settled RSS is what the manager
 // keeps once its work is done: the Go runtime's background scavenger has returned some of
 // the freed heap by then, but no GC is forced, as none is in production. It reports whether
@@ -532,7 +534,7 @@ func waitIdle(ctx context.Context, proc procs, window time.Duration, progress in
 		}
 		now := time.Now()
 		history = append(history, cpuSample{at: now, cpu: u.CPU, rss: u.RSS, progress: progress})
-		if idle(history, window) {
+		if idle(history, window, idleCores*float64(len(proc))) {
 			return history, true, nil
 		}
 		if now.After(deadline) {
@@ -555,12 +557,12 @@ type cpuSample struct {
 }
 
 // idle reports whether, from the newest sample at least window before the last one to the
-// last, the process used less than idleCores.
-func idle(history []cpuSample, window time.Duration) bool {
+// last, the process used less than cores.
+func idle(history []cpuSample, window time.Duration, cores float64) bool {
 	last := history[len(history)-1]
 	for i := len(history) - 2; i >= 0; i-- {
 		if d := last.at.Sub(history[i].at); d >= window {
-			return (last.cpu-history[i].cpu).Seconds()/d.Seconds() < idleCores
+			return (last.cpu-history[i].cpu).Seconds()/d.Seconds() < cores
 		}
 	}
 	return false
