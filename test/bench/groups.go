@@ -119,9 +119,12 @@ type ReplicaPhase struct {
 	SettledRSSBytes int64   `json:"settledRSSBytes"`
 	// Groups are the controller groups the replica leads at the phase's end (groupsLed).
 	Groups []string `json:"groups,omitempty"`
-	// Informers are the kinds the replica has a named informer for at the phase's end
+	// Informers are the kinds the replica has had a named informer for by the phase's end
 	// (informer_store_resource_version: typed informers of the shared cache; the garbage
 	// collector's and quota's metadata-only informers report none), "resource.group".
+	// client-go never deletes an informer's series, so a kind whose informer was removed when
+	// the replica's last term using it ended (a group it led during the start-up race, before
+	// the split evened out) still counts: an upper bound of what the replica holds.
 	Informers []string `json:"informers"`
 }
 
@@ -354,7 +357,8 @@ func printGroups(w io.Writer, res *Result) {
 		}
 		_ = tw.Flush()
 		last := m.Phases[len(m.Phases)-1]
-		fmt.Fprintf(w, "\n%s: informers by kind, how many of the %d replicas hold one at each phase's end (%d: every group needs it):\n",
+		fmt.Fprintf(w, "\n%s: informers by kind, how many of the %d replicas have held one by each phase's end (%d: every group may need it;\n"+
+			"informer_* series outlive an informer removed with a term, so a replica that led more groups during the start-up race still counts their kinds):\n",
 			m.Name, len(last.Replicas), len(last.Replicas))
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		header := []string{"kind"}
