@@ -314,6 +314,7 @@ func (e *Elections) term(ctx context.Context, gr *group, stopped func()) bool {
 			stopped()
 			<-e.allEnded
 			e.release(ctx, gr)
+			notLeading(e.cfg, gr)
 		}
 		return false
 	}
@@ -343,7 +344,22 @@ func (e *Elections) term(ctx context.Context, gr *group, stopped func()) bool {
 	stopElector()
 	<-electorDone
 	e.release(ctx, gr)
+	notLeading(e.cfg, gr)
 	return true
+}
+
+// notLeading sets leader_election_master_status{name=<gr's Lease>} to 0 once a term has
+// ended. client-go's elector sets the series when it is made (0), when it acquires (1) and
+// when a renewal fails or its ReleaseOnCancel releases (0); a term given up or ended here is
+// released by this package instead, and the next elector is made only a retry period or
+// more later, so until then the series would still say this replica leads. An elector made
+// and never run says it, as internal/procmetrics does at startup.
+func notLeading(cfg Config, gr *group) {
+	_, _ = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: gr.lock, Name: gr.lease,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+	})
 }
 
 // release empties the holder of gr's Lease if this replica still holds it, as client-go's
